@@ -1,0 +1,42 @@
+# Entry points. Each target sets up what it needs (scripts/setup.sh is idempotent and fast when nothing changed).
+NODES ?= 4
+SCENARIO ?= default
+SHELL := /bin/bash
+
+.PHONY: run test setup lab-up lab-down image lint sanity units molecule bench clean
+
+run: ## Set up, start the lab, run playbooks/site.yml then playbooks/verify.yml, print where the report is
+	scripts/run-lab.sh $(NODES)
+
+test: ## Every test: ansible-lint (production), ansible-test sanity, unit tests, every Molecule scenario, AWX checks
+	scripts/test.sh
+
+setup:
+	scripts/setup.sh
+
+lab-up: setup
+	scripts/lab.sh up $(NODES)
+
+lab-down:
+	scripts/lab.sh down
+
+image: setup
+	scripts/lab.sh image
+
+lint: setup
+	source scripts/env.sh && ansible-lint --profile production
+
+sanity: setup
+	scripts/sanity.sh
+
+units: setup
+	source scripts/env.sh && pytest tests/unit
+
+molecule: setup image
+	source scripts/env.sh && molecule test -s $(SCENARIO)
+
+bench: setup
+	scripts/bench.sh
+
+clean: lab-down
+	rm -rf .build .cache reports

@@ -1,0 +1,135 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: fabric_map
+short_description: Build the fleet fabric map from every host's gpufabric_topology
+version_added: 0.1.0
+author: gpufabric.core contributors
+description:
+  - Joins the C(gpufabric_topology) facts of many hosts (from M(gpufabric.core.topology_facts)) into one map of
+    the fabric, for every rail, which leaf switch and switch port each host's NIC reaches through LLDP.
+  - "Reports findings across hosts: rail misalignment (rail I(i) of a host reaches another switch than rail
+    I(i) of most of its peer group), hosts whose set of RDMA devices differs from their group's (NCCL hangs),
+    link rate and MTU mismatches per rail, rail ports down, a switch port claimed by two hosts, and hosts without
+    facts."
+  - "Rail I(i) of a host is GPU I(i) and its nearest RDMA NIC, as topology_facts reports it. For hosts without GPUs
+    (Ethernet-only servers, the lab) O(rail_interfaces) names the netdev of each rail instead; it also overrides a
+    GPU-derived pairing."
+  - Peers are the hosts of one O(peer_groups) group, so that hosts of different scalable units or models are not
+    compared with each other. Hosts with no group are in group C(all).
+  - A pure function of its input, run on the controller; its run time grows linearly with the number of hosts.
+positional: peer_groups, rail_interfaces
+options:
+  _input:
+    description:
+      - Mapping of inventory host name to that host's C(gpufabric_topology) facts.
+      - A value of V(null) or an empty mapping means no facts were gathered (the host was unreachable or
+        topology_facts failed); the host is listed with an error finding.
+    type: dict
+    required: true
+  peer_groups:
+    description:
+      - Mapping of host name to the name of its peer group. Hosts of one group are expected to be cabled alike.
+    type: dict
+    default: {}
+  rail_interfaces:
+    description:
+      - Mapping of host name to its rail interfaces, a list whose item I(i) is the netdev of rail I(i), or a
+        mapping of rail index to netdev.
+    type: dict
+    default: {}
+seealso:
+  - plugin: gpufabric.core.fabric_map_html
+    plugin_type: filter
+  - module: gpufabric.core.topology_facts
+"""
+
+EXAMPLES = r"""
+- name: Build the fabric map of the hosts of this play
+  ansible.builtin.set_fact:
+    fabric_map: >-
+      {{ topologies | gpufabric.core.fabric_map(peer_groups=groups_by_host, rail_interfaces=rails_by_host) }}
+  vars:
+    topologies: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'gpufabric_topology'))) }}"
+    groups_by_host: {node1: su1, node2: su1, node3: su1}
+    rails_by_host:
+      node1: [eth1, eth2]
+      node2: [eth1, eth2]
+      node3: {0: eth1, 1: eth2}
+  run_once: true
+
+- name: Fail on miscabled hosts
+  ansible.builtin.assert:
+    that: fabric_map.summary.miscabled_hosts | length == 0
+    fail_msg: "Miscabled: {{ fabric_map.summary.miscabled_hosts | join(', ') }}"
+  run_once: true
+"""
+
+RETURN = r"""
+_value:
+  description:
+    - "The fabric map: C(schema_version); C(summary) (counts, C(miscabled_hosts), C(hosts_by_status));
+      C(hosts) (per host: C(peer_group), C(rail_source) inventory, gpu or none, C(rdma_devices), C(rails) with
+      C(switch), C(switch_port), C(expected_switch), C(aligned), C(state), C(rate_gbps), C(mtu), and the host's own
+      C(findings), C(status), C(miscabled)); C(rails) (per rail and group: expected switch, rate and MTU, switch
+      counts); C(switches) (ports with the host and rail reaching them); C(findings) (C(severity), C(kind),
+      C(host), C(group), C(rail), C(message)), errors first."
+    - The layout is documented in docs/fabric_map.md.
+  type: dict
+  sample:
+    schema_version: 1
+    summary:
+      hosts: 3
+      hosts_with_facts: 3
+      rails: 2
+      switches: 2
+      findings: {info: 0, warning: 0, error: 2}
+      host_findings: {info: 0, warning: 0, error: 0}
+      miscabled_hosts: [node3]
+      hosts_by_status: {ok: 2, error: 1}
+    findings:
+      - severity: error
+        kind: rail_misaligned
+        host: node3
+        group: all
+        rail: 0
+        message: "node3 rail 0 (eth1) reaches leaf-b port swp3, but rail 0 of its peers in group all reaches
+          leaf-a (leaf-a on 2, leaf-b on 1)"
+"""
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+from jinja2 import Undefined
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map import FabricMapError, build_fabric_map
+
+
+def _plain(value):
+    """Turn Ansible's lazy mappings (hostvars, templated dicts) into the plain dicts the builder checks for."""
+    if isinstance(value, Undefined):
+        return None
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def fabric_map(topologies, peer_groups=None, rail_interfaces=None):
+    if isinstance(topologies, Mapping):
+        # An empty mapping is what Jinja's map(attribute=..., default={}) gives for a host without facts.
+        topologies = {host: (_plain(facts) or None) for host, facts in topologies.items()}
+    try:
+        return build_fabric_map(topologies, peer_groups=_plain(peer_groups) or None,
+                                rail_interfaces=_plain(rail_interfaces) or None)
+    except FabricMapError as exc:
+        raise AnsibleFilterError("gpufabric.core.fabric_map: %s" % exc) from exc
+
+
+class FilterModule:
+    def filters(self):
+        return {"fabric_map": fabric_map}

@@ -1,0 +1,497 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet fabric map: which leaf switch and port every host's rail reaches, and what is miscabled.
+
+``build_fabric_map`` is a pure function over ``{host: gpufabric_topology}`` (the facts of
+``gpufabric.core.topology_facts``, schema in docs/topology.md), each host's peer group and an optional
+rail-to-interface override. It never parses command output itself: the LLDP neighbours, RDMA ports and
+interfaces come already parsed in the facts.
+
+How a host's rails are identified, in order:
+
+1. ``rail_interfaces`` for the host (inventory variable ``gpufabric_rail_interfaces``): a list whose
+   item i names the netdev of rail i, or a mapping ``{rail index: netdev}``. This is for hosts without
+   GPUs (Ethernet-only servers, the lab) and for overriding a wrong GPU/NIC pairing.
+2. Otherwise the ``rails`` of the facts: rail i is GPU i and its nearest RDMA NIC (topology_facts).
+3. Otherwise the host has no rails, which is reported as an info finding.
+
+Every check runs in one pass over the hosts plus one pass over the groups, so building the map grows
+linearly with the number of hosts (see benchmarks/bench_fabric_map.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from ansible_collections.gpufabric.core.plugins.module_utils.lldp import neighbors_by_interface
+
+SCHEMA_VERSION = 1
+SEVERITIES = ("info", "warning", "error")
+DEFAULT_PEER_GROUP = "all"
+
+_MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$", re.IGNORECASE)
+_DIGITS = re.compile(r"(\d+)")
+# States of a usable port: RDMA port state ACTIVE, or netdev operstate up.
+_UP_STATES = frozenset(("ACTIVE", "UP"))
+
+
+class FabricMapError(ValueError):
+    """The input given to build_fabric_map is not what it documents; the message says what to fix."""
+
+
+def natural_key(text):
+    """Sort key putting node2 before node10 and Ethernet8 before Ethernet16."""
+    return [int(part) if part.isdigit() else part.lower() for part in _DIGITS.split(str(text))]
+
+
+def _index_by_name(items):
+    """{item["name"]: item} for a list of dicts; a later duplicate never hides the first one."""
+    index = {}
+    for item in items or []:
+        if isinstance(item, dict) and item.get("name") is not None:
+            index.setdefault(item["name"], item)
+    return index
+
+
+def _neighbour_by_interface(lldp):
+    """{local interface: its LLDP neighbour}; the first neighbour wins when a port reports several."""
+    neighbours = [item for item in (lldp or {}).get("neighbors") or []
+                  if isinstance(item, dict) and item.get("local_interface")]
+    return {interface: found[0] for interface, found in neighbors_by_interface(neighbours).items()}
+
+
+def _switch_name(neighbour):
+    """A switch's name is its LLDP system name, else its chassis ID (some switches send no name)."""
+    if not neighbour:
+        return None
+    return neighbour.get("chassis_name") or neighbour.get("chassis_id")
+
+
+def _switch_port(neighbour):
+    """The switch port as people name it: the port ID, unless the switch sent a MAC there (then the description)."""
+    if not neighbour:
+        return None
+    port_id = neighbour.get("port_id")
+    if port_id and neighbour.get("port_id_type") != "mac" and not _MAC.match(str(port_id)):
+        return port_id
+    return neighbour.get("port_descr") or port_id
+
+
+def normalize_rail_interfaces(value, host):
+    """Return {rail index: netdev} from a list or a mapping; raise FabricMapError on anything else."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        pairs = list(enumerate(value))
+    elif isinstance(value, dict):
+        pairs = list(value.items())
+    else:
+        raise FabricMapError(
+            "gpufabric_rail_interfaces of %s must be a list of interface names (item i is rail i) "
+            "or a mapping of rail index to interface name, not %s" % (host, type(value).__name__))
+    rails = {}
+    for rail, netdev in pairs:
+        try:
+            index = int(rail)
+        except (TypeError, ValueError):
+            raise FabricMapError("gpufabric_rail_interfaces of %s: rail %r is not an integer" % (host, rail))
+        if index < 0:
+            raise FabricMapError("gpufabric_rail_interfaces of %s: rail %d is negative" % (host, index))
+        if not isinstance(netdev, str) or not netdev:
+            raise FabricMapError(
+                "gpufabric_rail_interfaces of %s: rail %d must name an interface, got %r" % (host, index, netdev))
+        if index in rails:
+            raise FabricMapError("gpufabric_rail_interfaces of %s names rail %d twice" % (host, index))
+        rails[index] = netdev
+    return rails
+
+
+def _rdma_port(device, port_number):
+    for port in (device or {}).get("ports") or []:
+        if port.get("port") == port_number:
+            return port
+    return None
+
+
+def _rdma_by_netdev(devices):
+    """{netdev: (device, its first port)} so that an interface rail can borrow RDMA port data."""
+    index = {}
+    for device in devices.values():
+        netdev = device.get("netdev")
+        if netdev:
+            ports = device.get("ports") or []
+            index.setdefault(netdev, (device, ports[0] if ports else None))
+    return index
+
+
+def _rail(rail, gpu, device, port, netdev, interface, neighbour, link_layer=None, rate_gbps=None,
+          switch=None, switch_port=None):
+    """One rail's row, filling what the RDMA port and the netdev know."""
+    interface = interface or {}
+    if port:
+        state = port.get("state")
+        rate = port.get("rate_gbps")
+        layer = port.get("link_layer")
+    else:
+        operstate = interface.get("operstate")
+        state = operstate.upper() if isinstance(operstate, str) else None
+        speed = interface.get("speed_mbps")
+        rate = speed / 1000.0 if isinstance(speed, (int, float)) and speed > 0 else None
+        layer = "Ethernet" if interface else None
+    return {
+        "rail": rail,
+        "gpu": gpu,
+        "device": device,
+        "port": port.get("port") if port else None,
+        "netdev": netdev,
+        "state": state,
+        "up": state in _UP_STATES if state else None,
+        "rate_gbps": rate_gbps if rate_gbps is not None else rate,
+        "link_layer": link_layer or layer,
+        "mtu": interface.get("mtu"),
+        "active_mtu": port.get("active_mtu") if port else None,
+        "switch": switch or _switch_name(neighbour),
+        "switch_port": switch_port or _switch_port(neighbour),
+    }
+
+
+def host_rails(topology, rail_interfaces=None):
+    """Return (rails, rail_source) for one host's facts; rail_source is inventory, gpu or none."""
+    interfaces = _index_by_name(topology.get("interfaces"))
+    neighbours = _neighbour_by_interface(topology.get("lldp"))
+    devices = _index_by_name((topology.get("rdma") or {}).get("devices"))
+    rails = []
+    if rail_interfaces:
+        by_netdev = _rdma_by_netdev(devices)
+        for index in sorted(rail_interfaces):
+            netdev = rail_interfaces[index]
+            device, port = by_netdev.get(netdev, (None, None))
+            rails.append(_rail(index, None, device.get("name") if device else None, port, netdev,
+                               interfaces.get(netdev), neighbours.get(netdev)))
+            rails[-1]["exists"] = netdev in interfaces or device is not None
+        return rails, "inventory"
+    for position, fact in enumerate(topology.get("rails") or []):
+        if not isinstance(fact, dict):
+            continue
+        index = fact.get("rail") if isinstance(fact.get("rail"), int) else position
+        device = devices.get(fact.get("device"))
+        port = _rdma_port(device, fact.get("port"))
+        netdev = fact.get("netdev") or (device or {}).get("netdev")
+        rails.append(_rail(index, fact.get("gpu"), fact.get("device"), port, netdev,
+                           interfaces.get(netdev), neighbours.get(netdev),
+                           link_layer=fact.get("link_layer"), rate_gbps=fact.get("rate_gbps"),
+                           switch=fact.get("switch"), switch_port=fact.get("switch_port")))
+        if port is None and fact.get("port") is not None:
+            rails[-1]["port"] = fact.get("port")
+        rails[-1]["exists"] = True
+    if rails:
+        return rails, "gpu"
+    return rails, "none"
+
+
+def _plurality(counter):
+    """The most common value when it is strictly more common than the next one, else None (a tie)."""
+    common = counter.most_common(2)
+    if not common:
+        return None
+    if len(common) == 2 and common[0][1] == common[1][1]:
+        return None
+    return common[0][0]
+
+
+def _finding(severity, kind, message, host=None, group=None, rail=None):
+    return {"severity": severity, "kind": kind, "host": host, "group": group, "rail": rail, "message": message}
+
+
+def _fmt_rate(rate):
+    return ("%g Gb/s" % rate) if rate is not None else "unknown rate"
+
+
+def _fmt_counts(counter, fmt=str):
+    return ", ".join("%s on %d" % (fmt(value), count)
+                     for value, count in sorted(counter.items(), key=lambda item: (-item[1], natural_key(item[0]))))
+
+
+def _check_input(topologies, peer_groups, rail_interfaces):
+    if not isinstance(topologies, dict):
+        raise FabricMapError(
+            "fabric_map expects a mapping of host name to gpufabric_topology facts, not %s"
+            % type(topologies).__name__)
+    for name, value in (("peer_groups", peer_groups), ("rail_interfaces", rail_interfaces)):
+        if value is not None and not isinstance(value, dict):
+            raise FabricMapError("fabric_map %s must be a mapping keyed by host name, not %s"
+                                 % (name, type(value).__name__))
+    for host, topology in topologies.items():
+        if topology is not None and not isinstance(topology, dict):
+            raise FabricMapError(
+                "the gpufabric_topology of %s is a %s, not a mapping: pass the facts that "
+                "gpufabric.core.topology_facts returns" % (host, type(topology).__name__))
+        if isinstance(topology, dict) and topology.get("schema_version") not in (None, SCHEMA_VERSION):
+            raise FabricMapError(
+                "the gpufabric_topology of %s has schema_version %r; this fabric_map reads version %d"
+                % (host, topology.get("schema_version"), SCHEMA_VERSION))
+
+
+def build_fabric_map(topologies, peer_groups=None, rail_interfaces=None):
+    """Build the fabric map of a fleet.
+
+    topologies: {host: gpufabric_topology or None}; None (or a missing host) means no facts were gathered.
+    peer_groups: {host: group name}; hosts of one group are expected to be cabled alike. Default "all".
+    rail_interfaces: {host: list or mapping of rail index -> netdev}, overriding GPU-derived rails.
+
+    Returns a JSON-ready dict: hosts, rails, switches, findings and a summary (see docs/fabric_map.md).
+    """
+    _check_input(topologies, peer_groups, rail_interfaces)
+    peer_groups = peer_groups or {}
+    rail_interfaces = rail_interfaces or {}
+    hosts = {}
+    findings = []
+    # (group, rail index) -> {"switch"|"rate"|"mtu"|"active_mtu": Counter}
+    rail_stats = {}
+    device_sets = {}
+    port_owners = {}
+    unlinked_ib_rails = 0
+
+    for host in sorted(topologies, key=natural_key):
+        topology = topologies[host]
+        group = peer_groups.get(host) or DEFAULT_PEER_GROUP
+        entry = {"peer_group": group, "facts": topology is not None, "source": None, "rail_source": "none",
+                 "rdma_devices": [], "rails": [], "findings": [], "status": "ok", "miscabled": False}
+        hosts[host] = entry
+        if topology is None:
+            findings.append(_finding("error", "no_facts", "%s has no topology facts: the host was unreachable "
+                                     "or topology_facts failed on it" % host, host=host, group=group))
+            continue
+        entry["source"] = topology.get("source")
+        entry["findings"] = [dict(item) for item in topology.get("findings") or [] if isinstance(item, dict)]
+        rdma = topology.get("rdma") or {}
+        entry["rdma_devices"] = sorted((device.get("name") for device in rdma.get("devices") or []
+                                        if isinstance(device, dict) and device.get("name")), key=natural_key)
+        device_sets.setdefault(group, {})[host] = frozenset(entry["rdma_devices"])
+
+        rails, entry["rail_source"] = host_rails(
+            topology, normalize_rail_interfaces(rail_interfaces.get(host), host))
+        entry["rails"] = rails
+        if not rails:
+            findings.append(_finding(
+                "info", "no_rails", "%s has no rails: no GPU with a nearest RDMA NIC in its facts and no "
+                "gpufabric_rail_interfaces in the inventory" % host, host=host, group=group))
+        lldp = topology.get("lldp") or {}
+        for rail in rails:
+            stats = rail_stats.setdefault((group, rail["rail"]), {
+                "switch": Counter(), "rate": Counter(), "mtu": Counter(), "active_mtu": Counter(), "hosts": 0})
+            stats["hosts"] += 1
+            label = _rail_label(rail)
+            if not rail.pop("exists"):
+                findings.append(_finding(
+                    "error", "rail_interface_missing", "%s rail %d names interface %s in gpufabric_rail_interfaces, "
+                    "but the host has no such interface" % (host, rail["rail"], rail["netdev"]),
+                    host=host, group=group, rail=rail["rail"]))
+                continue
+            if rail["up"] is False:
+                findings.append(_finding("error", "port_down", "%s rail %d (%s) is %s" % (
+                    host, rail["rail"], label, rail["state"]), host=host, group=group, rail=rail["rail"]))
+            for key, stat in (("rate_gbps", "rate"), ("mtu", "mtu"), ("active_mtu", "active_mtu")):
+                if rail[key] is not None:
+                    stats[stat][rail[key]] += 1
+            if rail["switch"] is not None:
+                stats["switch"][rail["switch"]] += 1
+                if rail["switch_port"] is not None:
+                    port_owners.setdefault((rail["switch"], rail["switch_port"]), []).append((host, rail["rail"]))
+            elif rail["link_layer"] == "InfiniBand":
+                # InfiniBand does not speak LLDP: the switch of an IB rail is unknown here, not missing.
+                unlinked_ib_rails += 1
+            elif lldp.get("available") is False:
+                pass  # reported once per host below
+            else:
+                findings.append(_finding("warning", "no_neighbor", "%s rail %d (%s) has no LLDP neighbour: "
+                                         "the cable, the switch's LLDP or lldpd on the host is missing" % (
+                                             host, rail["rail"], label), host=host, group=group, rail=rail["rail"]))
+        if rails and lldp.get("available") is False:
+            findings.append(_finding("warning", "no_lldp", "%s has no LLDP data (%s): its rails cannot be placed "
+                                     "on switches" % (host, lldp.get("reason") or "lldpd not available"),
+                                     host=host, group=group))
+
+    rails_out = _rail_checks(hosts, rail_stats, findings)
+    _device_set_checks(device_sets, findings)
+    switches = _switches(hosts, port_owners, findings)
+    if unlinked_ib_rails:
+        findings.append(_finding("info", "infiniband_rails", "%d InfiniBand rails carry no LLDP, so their leaf "
+                                 "switch is not in this map; use ibnetdiscover for the IB fabric" % unlinked_ib_rails))
+    findings.sort(key=lambda item: (-SEVERITIES.index(item["severity"]), natural_key(item["host"] or ""),
+                                    item["rail"] if item["rail"] is not None else -1, item["kind"]))
+    _host_status(hosts, findings)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "summary": _summary(hosts, rails_out, switches, findings),
+        "hosts": hosts,
+        "rails": rails_out,
+        "switches": switches,
+        "findings": findings,
+    }
+
+
+def _rail_label(rail):
+    parts = [part for part in (rail["device"] and ("%s port %s" % (rail["device"], rail["port"])
+                                                   if rail["port"] is not None else rail["device"]),
+                               rail["netdev"]) if part]
+    return ", ".join(parts) or "no NIC"
+
+
+def _rail_checks(hosts, rail_stats, findings):
+    """Mark each rail aligned or not against its peer group's plurality and report the outliers."""
+    expected = {}
+    rails_out = []
+    for (group, index) in sorted(rail_stats, key=lambda key: (key[1], natural_key(key[0]))):
+        stats = rail_stats[(group, index)]
+        values = {stat: _plurality(stats[stat]) for stat in ("switch", "rate", "mtu", "active_mtu")}
+        expected[(group, index)] = values
+        if values["switch"] is None and len(stats["switch"]) > 1:
+            findings.append(_finding(
+                "warning", "rail_ambiguous", "rail %d of group %s has no majority switch (%s): cannot tell "
+                "which hosts are miscabled" % (index, group, _fmt_counts(stats["switch"])), group=group, rail=index))
+        rails_out.append({
+            "rail": index, "group": group, "hosts": stats["hosts"],
+            "expected_switch": values["switch"], "switches": dict(stats["switch"]),
+            "expected_rate_gbps": values["rate"], "expected_mtu": values["mtu"],
+            "expected_active_mtu": values["active_mtu"],
+        })
+    for host in hosts:
+        entry = hosts[host]
+        group = entry["peer_group"]
+        for rail in entry["rails"]:
+            values = expected[(group, rail["rail"])]
+            stats = rail_stats[(group, rail["rail"])]
+            rail["expected_switch"] = values["switch"]
+            rail["aligned"] = None if rail["switch"] is None or values["switch"] is None \
+                else rail["switch"] == values["switch"]
+            if rail["aligned"] is False:
+                entry["miscabled"] = True
+                findings.append(_finding(
+                    "error", "rail_misaligned", "%s rail %d (%s) reaches %s port %s, but rail %d of its peers in "
+                    "group %s reaches %s (%s)" % (
+                        host, rail["rail"], _rail_label(rail), rail["switch"], rail["switch_port"], rail["rail"],
+                        group, values["switch"], _fmt_counts(stats["switch"])),
+                    host=host, group=group, rail=rail["rail"]))
+            if values["rate"] is not None and rail["rate_gbps"] is not None and rail["rate_gbps"] != values["rate"]:
+                findings.append(_finding(
+                    "warning", "rate_mismatch", "%s rail %d (%s) runs at %s; rail %d of its peers in group %s runs "
+                    "at %s (%s)" % (host, rail["rail"], _rail_label(rail), _fmt_rate(rail["rate_gbps"]),
+                                    rail["rail"], group, _fmt_rate(values["rate"]),
+                                    _fmt_counts(stats["rate"], _fmt_rate)),
+                    host=host, group=group, rail=rail["rail"]))
+            for key, what in (("mtu", "netdev MTU"), ("active_mtu", "RDMA active MTU")):
+                if values[key] is not None and rail[key] is not None and rail[key] != values[key]:
+                    findings.append(_finding(
+                        "warning", "mtu_mismatch", "%s rail %d (%s) has %s %s; rail %d of its peers in group %s "
+                        "has %s (%s)" % (host, rail["rail"], _rail_label(rail), what, rail[key], rail["rail"],
+                                         group, values[key], _fmt_counts(stats[key])),
+                        host=host, group=group, rail=rail["rail"]))
+    return rails_out
+
+
+def _device_set_checks(device_sets, findings):
+    """Hosts whose RDMA device set differs from their group's: NCCL hangs when ranks disagree on NICs."""
+    for group in sorted(device_sets, key=natural_key):
+        members = device_sets[group]
+        counts = Counter(members.values())
+        expected = _plurality(counts)
+        if expected is None:
+            if len(counts) > 1:
+                findings.append(_finding(
+                    "warning", "rdma_devices_ambiguous", "the hosts of group %s have %d different RDMA device "
+                    "sets and none is the majority" % (group, len(counts)), group=group))
+            continue
+        for host in sorted(members, key=natural_key):
+            devices = members[host]
+            if devices == expected:
+                continue
+            missing = sorted(expected - devices, key=natural_key)
+            extra = sorted(devices - expected, key=natural_key)
+            detail = "; ".join(part for part in (
+                "missing " + ", ".join(missing) if missing else "",
+                "extra " + ", ".join(extra) if extra else "") if part)
+            findings.append(_finding(
+                "error", "rdma_devices_differ", "%s has RDMA devices [%s], %d of its %d peers in group %s have "
+                "[%s] (%s): NCCL hangs when ranks see different NICs" % (
+                    host, ", ".join(sorted(devices, key=natural_key)), counts[expected], len(members), group,
+                    ", ".join(sorted(expected, key=natural_key)), detail), host=host, group=group))
+
+
+def _switches(hosts, port_owners, findings):
+    switches = {}
+    for (switch, port), owners in port_owners.items():
+        entry = switches.setdefault(switch, {"ports": [], "hosts": set(), "rails": set()})
+        for host, rail in owners:
+            entry["ports"].append({"port": port, "host": host, "rail": rail})
+            entry["hosts"].add(host)
+            entry["rails"].add(rail)
+        if len(owners) > 1:
+            # One finding per host involved, so that each of them shows the problem in its status.
+            for host, rail in owners:
+                others = ", ".join("%s rail %d" % owner for owner in owners if owner != (host, rail))
+                findings.append(_finding(
+                    "error", "switch_port_conflict", "%s rail %d reaches %s port %s, which %s also reach: stale "
+                    "LLDP data, a loop or a shared segment" % (host, rail, switch, port, others),
+                    host=host, group=hosts[host]["peer_group"], rail=rail))
+    out = {}
+    for switch in sorted(switches, key=natural_key):
+        entry = switches[switch]
+        out[switch] = {
+            "ports": sorted(entry["ports"], key=lambda item: (natural_key(item["port"]), natural_key(item["host"]))),
+            "hosts": len(entry["hosts"]),
+            "rails": sorted(entry["rails"]),
+        }
+    return out
+
+
+def _host_status(hosts, findings):
+    """A host's status is the worst severity among its own findings and the fleet findings naming it."""
+    worst = {}
+    for item in findings:
+        if item["host"] is not None:
+            worst[item["host"]] = max(worst.get(item["host"], 0), SEVERITIES.index(item["severity"]))
+    for host, entry in hosts.items():
+        level = worst.get(host, 0)
+        for item in entry["findings"]:
+            if item.get("severity") in SEVERITIES:
+                level = max(level, SEVERITIES.index(item["severity"]))
+        if not entry["facts"]:
+            entry["status"] = "no_facts"
+        else:
+            entry["status"] = "ok" if level == 0 else SEVERITIES[level]
+
+
+def _summary(hosts, rails_out, switches, findings):
+    counts = Counter(item["severity"] for item in findings)
+    host_counts = Counter()
+    for entry in hosts.values():
+        for item in entry["findings"]:
+            host_counts[item.get("severity")] += 1
+    return {
+        "hosts": len(hosts),
+        "hosts_with_facts": sum(1 for entry in hosts.values() if entry["facts"]),
+        "rails": len({item["rail"] for item in rails_out}),
+        "switches": len(switches),
+        "findings": {severity: counts.get(severity, 0) for severity in SEVERITIES},
+        "host_findings": {severity: host_counts.get(severity, 0) for severity in SEVERITIES},
+        "miscabled_hosts": [host for host, entry in hosts.items() if entry["miscabled"]],
+        "hosts_by_status": dict(Counter(entry["status"] for entry in hosts.values())),
+    }
+
+
+def findings_at_least(fabric_map, severity, include_host_findings=True):
+    """Messages of the fleet (and, optionally, per-host) findings at or above severity, for a fail policy."""
+    if severity not in SEVERITIES:
+        raise FabricMapError("severity must be one of %s, not %r" % (", ".join(SEVERITIES), severity))
+    floor = SEVERITIES.index(severity)
+    messages = [item["message"] for item in fabric_map.get("findings") or []
+                if SEVERITIES.index(item["severity"]) >= floor]
+    if include_host_findings:
+        for host, entry in (fabric_map.get("hosts") or {}).items():
+            for item in entry.get("findings") or []:
+                if item.get("severity") in SEVERITIES and SEVERITIES.index(item["severity"]) >= floor:
+                    messages.append("%s: %s" % (host, item.get("message")))
+    return messages

@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Helpers shared by every parser in this collection.
+
+Parsers are plain functions from the text of one command to plain data. They raise
+ParseError with a message naming the command and what was wrong; filters turn it into
+AnsibleFilterError and modules into fail_json, so users never see a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+class ParseError(ValueError):
+    """The text given to a parser is not output of the command it parses."""
+
+    def __init__(self, command, problem):
+        self.command = command
+        self.problem = problem
+        super().__init__("cannot parse `%s` output: %s" % (command, problem))
+
+
+def clean_lines(text, command):
+    """Return the lines of text without ANSI escapes, carriage returns or trailing spaces.
+
+    Raises ParseError when text is not a string or holds nothing but whitespace.
+    """
+    if not isinstance(text, str):
+        raise ParseError(command, "expected text, got %s" % type(text).__name__)
+    lines = [_ANSI_ESCAPE.sub("", line).rstrip() for line in text.replace("\r", "").split("\n")]
+    if not any(lines):
+        raise ParseError(command, "the output is empty")
+    return lines

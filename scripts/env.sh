@@ -1,0 +1,14 @@
+# shellcheck shell=bash
+# Sourced by the project's scripts: the project's virtual environment and collection path, whatever the caller's
+# working directory.
+ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+VENV=$ROOT/.venv
+export PATH=$VENV/bin:$PATH
+export ANSIBLE_CONFIG=$ROOT/ansible.cfg
+export ANSIBLE_COLLECTIONS_PATH=$ROOT/.build/collections
+export ANSIBLE_ROLES_PATH=$ROOT/roles
+# The collection is found through this link, so that the working tree is what runs.
+if [[ ! -e $ROOT/.build/collections/ansible_collections/gpufabric/core ]]; then
+    mkdir -p "$ROOT/.build/collections/ansible_collections/gpufabric"
+    ln -sfn "$ROOT" "$ROOT/.build/collections/ansible_collections/gpufabric/core"
+fi

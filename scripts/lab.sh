@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# The gpufabric container lab: Debian 12 nodes with systemd and sshd under Podman, on a network of their own,
+# reachable over SSH with a key the lab generates. Everything the lab creates carries the label
+# gpufabric.lab=<lab name>, so `down` removes exactly that and nothing else.
+#
+#   scripts/lab.sh up [N]     build the image if its recipe changed, start N nodes (default 4), write the inventory
+#   scripts/lab.sh down       remove the lab's nodes, network, inventory and key
+#   scripts/lab.sh image      build (or reuse) the image only; prints its name
+#   scripts/lab.sh host-setup install podman, runc and debootstrap when missing and write the Podman config
+set -Eeuo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LAB_NAME=${GPUFABRIC_LAB_NAME:-gpufabric-lab}
+LAB_SUBNET=${GPUFABRIC_LAB_SUBNET:-10.231.0.0/24}
+LAB_MAX_NODES=64
+STATE_DIR=$ROOT/.lab/$LAB_NAME
+INVENTORY=$ROOT/inventories/lab/hosts.yml
+IMAGE_REPO=localhost/gpufabric-lab
+PODMAN_CONF=/etc/containers/containers.conf.d/50-gpufabric-lab.conf
+# Packages of the node image. Changing this list (or this script's image recipe) changes the image tag.
+IMAGE_PACKAGES=python3,python3-apt,systemd,systemd-sysv,dbus,iproute2,iputils-ping,openssh-server,sudo,procps,kmod,ca-certificates,gnupg,netbase,less
+
+die() { echo "lab: $*" >&2; exit 1; }
+log() { echo "lab: $*" >&2; }
+
+host_setup() {
+    local missing=()
+    command -v podman >/dev/null || missing+=(podman)
+    command -v runc >/dev/null || missing+=(runc)
+    command -v debootstrap >/dev/null || missing+=(debootstrap)
+    command -v ssh >/dev/null || missing+=(openssh-client)
+    command -v ssh-keygen >/dev/null || missing+=(openssh-client)
+    if ((${#missing[@]})); then
+        log "installing ${missing[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    # crun fails on this kernel's hybrid cgroups; without explicit ulimits setrlimit is refused (LAB.md).
+    local wanted
+    wanted=$(printf '%s\n' '# Written by gpufabric.core scripts/lab.sh' '[containers]' \
+        'default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]' '[engine]' 'runtime = "runc"')
+    if [[ "$(cat "$PODMAN_CONF" 2>/dev/null)" != "$wanted" ]]; then
+        mkdir -p "$(dirname "$PODMAN_CONF")"
+        printf '%s\n' "$wanted" >"$PODMAN_CONF"
+    fi
+}
+
+# The Debian mirror that the host's apt already uses (deb822 first, then one-line sources).
+debian_mirror() {
+    local uri
+    uri=$(awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+    [[ -n "$uri" ]] || uri=$(awk '/^deb / && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true)
+    [[ -n "$uri" ]] || die "no Debian mirror found in /etc/apt/sources.list*"
+    echo "$uri"
+}
+
+image_tag() {
+    # The recipe: this file's image section, the package list and the mirror.
+    { sed -n '/^build_image()/,/^}/p' "${BASH_SOURCE[0]}"; echo "$IMAGE_PACKAGES"; debian_mirror; } |
+        sha256sum | cut -c1-12
+}
+
+build_image() {
+    local tag=$1 rootfs
+    rootfs=$(mktemp -d /var/tmp/gpufabric-rootfs.XXXXXX)
+    # shellcheck disable=SC2064  # expand now: the trap must remove this very directory
+    trap "rm -rf '$rootfs'" RETURN
+    log "building $IMAGE_REPO:$tag with debootstrap from $(debian_mirror) (about a minute)"
+    debootstrap --variant=minbase --include="$IMAGE_PACKAGES" bookworm "$rootfs" "$(debian_mirror)" >"$rootfs.log" 2>&1 ||
+        { tail -5 "$rootfs.log" >&2; rm -f "$rootfs.log"; die "debootstrap failed"; }
+    rm -f "$rootfs.log"
+    # Same apt sources and Acquire settings as the host, so roles can install packages in the nodes.
+    rm -f "$rootfs/etc/apt/sources.list"
+    cp /etc/apt/sources.list.d/*.sources "$rootfs/etc/apt/sources.list.d/" 2>/dev/null || true
+    [[ -f /etc/apt/sources.list ]] && cp /etc/apt/sources.list "$rootfs/etc/apt/sources.list"
+    grep -l '^Acquire::' /etc/apt/apt.conf.d/* 2>/dev/null | xargs -r cp -t "$rootfs/etc/apt/apt.conf.d/"
+    # Host keys are made at each node's first boot, so that nodes do not share them.
+    rm -f "$rootfs"/etc/ssh/ssh_host_*
+    cat >"$rootfs/etc/systemd/system/lab-ssh-hostkeys.service" <<'UNIT'
+[Unit]
+Description=Generate SSH host keys for this lab node
+Before=ssh.service
+ConditionPathExists=!/etc/ssh/ssh_host_ed25519_key
+
+[Service]
+Type=oneshot
+ExecStart=/usr/bin/ssh-keygen -A
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+    chroot "$rootfs" systemctl enable lab-ssh-hostkeys.service ssh.service >/dev/null 2>&1
+    # Units that cannot work in a container only add noise and slow boots.
+    chroot "$rootfs" systemctl mask systemd-udevd.service systemd-udevd-control.socket \
+        systemd-udevd-kernel.socket getty@tty1.service console-getty.service >/dev/null 2>&1
+    echo 'PermitRootLogin prohibit-password' >"$rootfs/etc/ssh/sshd_config.d/lab.conf"
+    echo 'UseDNS no' >>"$rootfs/etc/ssh/sshd_config.d/lab.conf"
+    install -d -m 0700 "$rootfs/root/.ssh"
+    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+    tar -C "$rootfs" -c . | podman import --change 'CMD ["/sbin/init"]' - "$IMAGE_REPO:$tag" >/dev/null
+}
+
+ensure_image() {
+    local tag
+    tag=$(image_tag)
+    if podman image exists "$IMAGE_REPO:$tag"; then
+        log "reusing cached image $IMAGE_REPO:$tag"
+    else
+        build_image "$tag"
+    fi
+    podman tag "$IMAGE_REPO:$tag" "$IMAGE_REPO:latest"
+    echo "$IMAGE_REPO:$tag"
+}
+
+validate_count() {
+    local n=$1
+    [[ "$n" =~ ^[0-9]+$ ]] || die "node count must be a whole number from 1 to $LAB_MAX_NODES, got '$n'"
+    ((10#$n >= 1 && 10#$n <= LAB_MAX_NODES)) || die "node count must be from 1 to $LAB_MAX_NODES, got $n"
+}
+
+node_name() { printf 'node%02d' "$1"; }
+
+lab_down() {
+    local ids
+    ids=$(podman ps -aq --filter "label=gpufabric.lab=$LAB_NAME")
+    [[ -z "$ids" ]] || podman rm -f -t 0 $ids >/dev/null
+    if podman network exists "$LAB_NAME" &&
+        [[ "$(podman network inspect "$LAB_NAME" --format '{{index .Labels "gpufabric.lab"}}')" == "$LAB_NAME" ]]; then
+        podman network rm -f "$LAB_NAME" >/dev/null
+    fi
+    rm -rf "$STATE_DIR"
+    [[ ! -f "$INVENTORY" ]] || ! grep -q "gpufabric_lab_name: $LAB_NAME\$" "$INVENTORY" || rm -f "$INVENTORY"
+}
+
+write_inventory() {
+    local count=$1 i name ip
+    {
+        echo "# Generated by scripts/lab.sh for lab $LAB_NAME; removed by 'scripts/lab.sh down'."
+        echo "all:"
+        echo "  vars:"
+        echo "    gpufabric_lab_name: $LAB_NAME"
+        echo "    ansible_user: root"
+        echo "    ansible_ssh_private_key_file: $STATE_DIR/id_ed25519"
+        echo "    ansible_ssh_common_args: >-"
+        echo "      -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+        echo "    ansible_python_interpreter: /usr/bin/python3"
+        echo "  children:"
+        echo "    gpu_nodes:"
+        echo "      children:"
+        echo "        lab:"
+        echo "    lab:"
+        echo "      hosts:"
+        for ((i = 1; i <= count; i++)); do
+            name=$(node_name "$i")
+            ip=$(podman inspect "$LAB_NAME-$name" --format "{{(index .NetworkSettings.Networks \"$LAB_NAME\").IPAddress}}")
+            echo "        $name:"
+            echo "          ansible_host: $ip"
+        done
+    } >"$INVENTORY.tmp"
+    mv "$INVENTORY.tmp" "$INVENTORY"
+}
+
+wait_for_ssh() {
+    local count=$1 i ip deadline
+    deadline=$((SECONDS + 60))
+    for ((i = 1; i <= count; i++)); do
+        ip=$(podman inspect "$LAB_NAME-$(node_name "$i")" --format "{{(index .NetworkSettings.Networks \"$LAB_NAME\").IPAddress}}")
+        until ssh -i "$STATE_DIR/id_ed25519" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+            -o LogLevel=ERROR -o ConnectTimeout=2 "root@$ip" true 2>/dev/null; do
+            ((SECONDS < deadline)) || die "node $(node_name "$i") ($ip) not reachable over SSH after 60 s"
+            sleep 0.5
+        done
+    done
+}
+
+lab_up() {
+    local count=$1 image i name
+    validate_count "$count"
+    count=$((10#$count))
+    host_setup
+    image=$(ensure_image)
+    lab_down
+    # A failed start leaves nothing behind.
+    trap 'log "start failed; removing what was created"; lab_down' ERR
+    mkdir -p "$STATE_DIR" "$(dirname "$INVENTORY")"
+    ssh-keygen -q -t ed25519 -N '' -C "gpufabric-lab-$LAB_NAME" -f "$STATE_DIR/id_ed25519"
+    podman network create --label "gpufabric.lab=$LAB_NAME" --subnet "$LAB_SUBNET" "$LAB_NAME" >/dev/null
+    for ((i = 1; i <= count; i++)); do
+        name=$(node_name "$i")
+        podman run -d --name "$LAB_NAME-$name" --hostname "$name" --label "gpufabric.lab=$LAB_NAME" \
+            --network "$LAB_NAME" --systemd=always --cap-add NET_ADMIN,NET_RAW --device /dev/net/tun \
+            -v "$STATE_DIR/id_ed25519.pub:/root/.ssh/authorized_keys:ro" "$image" /sbin/init >/dev/null
+    done
+    wait_for_ssh "$count"
+    write_inventory "$count"
+    trap - ERR
+    log "$count node(s) up on network $LAB_NAME ($LAB_SUBNET); inventory: ${INVENTORY#"$ROOT"/}"
+}
+
+case "${1:-}" in
+    up)
+        (($# <= 2)) || die "usage: scripts/lab.sh up [N]"
+        lab_up "${2:-${GPUFABRIC_LAB_NODES:-4}}"
+        ;;
+    down) lab_down; log "lab $LAB_NAME removed" ;;
+    image) host_setup; ensure_image ;;
+    host-setup) host_setup ;;
+    *) die "usage: scripts/lab.sh up [N] | down | image | host-setup" ;;
+esac
