@@ -14,7 +14,8 @@ LAB_NAME=${GPUFABRIC_LAB_NAME:-gpufabric-lab}
 LAB_SUBNET=${GPUFABRIC_LAB_SUBNET:-10.231.0.0/24}
 LAB_MAX_NODES=64
 STATE_DIR=$ROOT/.lab/$LAB_NAME
-INVENTORY=$ROOT/inventories/lab/hosts.yml
+# One inventory file per lab, beside the lab group_vars that apply to every lab.
+INVENTORY=$ROOT/inventories/lab/$LAB_NAME.yml
 IMAGE_REPO=localhost/gpufabric-lab
 PODMAN_CONF=/etc/containers/containers.conf.d/50-gpufabric-lab.conf
 # Packages of the node image. Changing this list (or this script's image recipe) changes the image tag.

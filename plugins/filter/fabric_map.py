@@ -74,10 +74,12 @@ _value:
   description:
     - "The fabric map: C(schema_version); C(summary) (counts, C(miscabled_hosts), C(hosts_by_status));
       C(hosts) (per host: C(peer_group), C(rail_source) inventory, gpu or none, C(rdma_devices), C(rails) with
-      C(switch), C(switch_port), C(expected_switch), C(aligned), C(state), C(rate_gbps), C(mtu), and the host's own
-      C(findings), C(status), C(miscabled)); C(rails) (per rail and group: expected switch, rate and MTU, switch
-      counts); C(switches) (ports with the host and rail reaching them); C(findings) (C(severity), C(kind),
-      C(host), C(group), C(rail), C(message)), errors first."
+      C(switch), C(switch_port), C(expected_switch), C(aligned), C(state), C(rate_gbps), C(mtu), C(status),
+      C(miscabled)); C(rails) (per rail and group: expected switch, rate and MTU, switch counts); C(switches)
+      (ports with the host and rail reaching them); C(findings) (C(severity), C(scope), C(kind), C(host),
+      C(group), C(rail), C(message)), errors first."
+    - Findings of scope C(host) are those topology_facts reported on the host itself, with their own C(kind);
+      those of scope C(fleet) come from comparing hosts.
     - The layout is documented in docs/fabric_map.md.
   type: dict
   sample:
@@ -88,11 +90,11 @@ _value:
       rails: 2
       switches: 2
       findings: {info: 0, warning: 0, error: 2}
-      host_findings: {info: 0, warning: 0, error: 0}
       miscabled_hosts: [node3]
       hosts_by_status: {ok: 2, error: 1}
     findings:
       - severity: error
+        scope: fleet
         kind: rail_misaligned
         host: node3
         group: all

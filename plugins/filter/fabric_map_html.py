@@ -13,9 +13,9 @@ description:
   - Renders the output of P(gpufabric.core.fabric_map#filter) as a single HTML page that needs nothing but a
     browser, inline CSS and an inline SVG picture.
   - "The page holds: summary counts; a picture of switches, hosts and one line per rail from the host's port to the
-    switch it reaches, miscabled links red and dashed, ports down grey and dotted; the findings across hosts;
-    a table of hosts by rail (switch and port, RDMA device and netdev); the switches with their ports; the findings
-    each host reported itself."
+    switch it reaches, miscabled links red and dashed, ports down grey and dotted; the findings (across hosts and
+    those each host reported itself); a table of hosts by rail (switch and port, RDMA device and netdev); the
+    switches with their ports."
   - The picture holds at most O(max_hosts_drawn) hosts, those with findings first; the tables list every host.
   - Every value taken from the facts is HTML-escaped. The output holds no time stamp, so an unchanged fabric gives
     an unchanged page.

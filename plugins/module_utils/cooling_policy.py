@@ -210,7 +210,7 @@ def policy_problems(policy, prefix=""):
         for sensor in (zone or {}).get("sensors") or []:
             backend = sensor.get("backend") if isinstance(sensor, dict) else None
             if backend in ("ipmi", "redfish") and not isinstance(bmc.get(backend), dict):
-                problems.append("%s.%s: a %s sensor needs %s.%s" % (name("zones"), zone_name, backend, name("bmc"), backend))
+                problems.append("%s.%s: sensor backend %s needs %s.%s" % (name("zones"), zone_name, backend, name("bmc"), backend))
     interval = as_number(policy.get("interval"))
     stale = as_number(policy.get("stale_after"))
     if interval is None or not 0.5 <= interval <= 60:

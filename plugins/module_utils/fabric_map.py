@@ -170,7 +170,9 @@ def host_rails(topology, rail_interfaces=None):
             device, port = by_netdev.get(netdev, (None, None))
             rails.append(_rail(index, None, device.get("name") if device else None, port, netdev,
                                interfaces.get(netdev), neighbours.get(netdev)))
-            rails[-1]["exists"] = netdev in interfaces or device is not None
+            # A snapshot without its sys/ tree lists no interfaces at all: then only LLDP can vouch for a netdev.
+            rails[-1]["exists"] = (netdev in interfaces or device is not None or netdev in neighbours
+                                   or not interfaces)
         return rails, "inventory"
     for position, fact in enumerate(topology.get("rails") or []):
         if not isinstance(fact, dict):
@@ -179,12 +181,18 @@ def host_rails(topology, rail_interfaces=None):
         device = devices.get(fact.get("device"))
         port = _rdma_port(device, fact.get("port"))
         netdev = fact.get("netdev") or (device or {}).get("netdev")
+        neighbour = neighbours.get(netdev)
+        # The neighbour itself when the facts hold it, so that both kinds of rails name switches alike.
         rails.append(_rail(index, fact.get("gpu"), fact.get("device"), port, netdev,
-                           interfaces.get(netdev), neighbours.get(netdev),
+                           interfaces.get(netdev), neighbour,
                            link_layer=fact.get("link_layer"), rate_gbps=fact.get("rate_gbps"),
-                           switch=fact.get("switch"), switch_port=fact.get("switch_port")))
-        if port is None and fact.get("port") is not None:
+                           switch=None if neighbour else fact.get("switch") or fact.get("switch_id"),
+                           switch_port=None if neighbour else fact.get("switch_port")))
+        if port is None:
             rails[-1]["port"] = fact.get("port")
+            if fact.get("state"):
+                rails[-1]["state"] = fact["state"]
+                rails[-1]["up"] = fact["state"] in _UP_STATES
         rails[-1]["exists"] = True
     if rails:
         return rails, "gpu"
@@ -201,8 +209,10 @@ def _plurality(counter):
     return common[0][0]
 
 
-def _finding(severity, kind, message, host=None, group=None, rail=None):
-    return {"severity": severity, "kind": kind, "host": host, "group": group, "rail": rail, "message": message}
+def _finding(severity, kind, message, host=None, group=None, rail=None, scope="fleet"):
+    """scope fleet: found by comparing hosts here; scope host: found by topology_facts on the host itself."""
+    return {"severity": severity, "kind": kind, "scope": scope, "host": host, "group": group, "rail": rail,
+            "message": message}
 
 
 def _fmt_rate(rate):
@@ -258,14 +268,19 @@ def build_fabric_map(topologies, peer_groups=None, rail_interfaces=None):
         topology = topologies[host]
         group = peer_groups.get(host) or DEFAULT_PEER_GROUP
         entry = {"peer_group": group, "facts": topology is not None, "source": None, "rail_source": "none",
-                 "rdma_devices": [], "rails": [], "findings": [], "status": "ok", "miscabled": False}
+                 "rdma_devices": [], "rails": [], "status": "ok", "miscabled": False}
         hosts[host] = entry
         if topology is None:
             findings.append(_finding("error", "no_facts", "%s has no topology facts: the host was unreachable "
                                      "or topology_facts failed on it" % host, host=host, group=group))
             continue
         entry["source"] = topology.get("source")
-        entry["findings"] = [dict(item) for item in topology.get("findings") or [] if isinstance(item, dict)]
+        for item in topology.get("findings") or []:
+            if isinstance(item, dict) and item.get("message"):
+                # What topology_facts found on the host itself (a GPU far from its NIC, a bond without partner).
+                severity = item.get("severity") if item.get("severity") in SEVERITIES else "warning"
+                findings.append(_finding(severity, item.get("kind") or "host", "%s: %s" % (host, item["message"]),
+                                         host=host, group=group, scope="host"))
         rdma = topology.get("rdma") or {}
         entry["rdma_devices"] = sorted((device.get("name") for device in rdma.get("devices") or []
                                         if isinstance(device, dict) and device.get("name")), key=natural_key)
@@ -448,16 +463,13 @@ def _switches(hosts, port_owners, findings):
 
 
 def _host_status(hosts, findings):
-    """A host's status is the worst severity among its own findings and the fleet findings naming it."""
+    """A host's status is the worst severity among the findings naming it."""
     worst = {}
     for item in findings:
         if item["host"] is not None:
             worst[item["host"]] = max(worst.get(item["host"], 0), SEVERITIES.index(item["severity"]))
     for host, entry in hosts.items():
         level = worst.get(host, 0)
-        for item in entry["findings"]:
-            if item.get("severity") in SEVERITIES:
-                level = max(level, SEVERITIES.index(item["severity"]))
         if not entry["facts"]:
             entry["status"] = "no_facts"
         else:
@@ -466,32 +478,13 @@ def _host_status(hosts, findings):
 
 def _summary(hosts, rails_out, switches, findings):
     counts = Counter(item["severity"] for item in findings)
-    host_counts = Counter()
-    for entry in hosts.values():
-        for item in entry["findings"]:
-            host_counts[item.get("severity")] += 1
     return {
         "hosts": len(hosts),
         "hosts_with_facts": sum(1 for entry in hosts.values() if entry["facts"]),
         "rails": len({item["rail"] for item in rails_out}),
         "switches": len(switches),
         "findings": {severity: counts.get(severity, 0) for severity in SEVERITIES},
-        "host_findings": {severity: host_counts.get(severity, 0) for severity in SEVERITIES},
         "miscabled_hosts": [host for host, entry in hosts.items() if entry["miscabled"]],
         "hosts_by_status": dict(Counter(entry["status"] for entry in hosts.values())),
     }
 
-
-def findings_at_least(fabric_map, severity, include_host_findings=True):
-    """Messages of the fleet (and, optionally, per-host) findings at or above severity, for a fail policy."""
-    if severity not in SEVERITIES:
-        raise FabricMapError("severity must be one of %s, not %r" % (", ".join(SEVERITIES), severity))
-    floor = SEVERITIES.index(severity)
-    messages = [item["message"] for item in fabric_map.get("findings") or []
-                if SEVERITIES.index(item["severity"]) >= floor]
-    if include_host_findings:
-        for host, entry in (fabric_map.get("hosts") or {}).items():
-            for item in entry.get("findings") or []:
-                if item.get("severity") in SEVERITIES and SEVERITIES.index(item["severity"]) >= floor:
-                    messages.append("%s: %s" % (host, item.get("message")))
-    return messages

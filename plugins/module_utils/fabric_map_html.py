@@ -49,14 +49,14 @@ def _cards(summary):
 
 def _findings_table(findings):
     if not findings:
-        return "<p>No findings across hosts.</p>"
+        return "<p>No findings.</p>"
     rows = "".join(
-        '<tr class="%s"><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>' % (
-            _e(item["severity"]), _e(item["severity"]), _e(item["kind"]), _e(item["host"] or ""),
-            _e("" if item["rail"] is None else item["rail"]), _e(item["message"]))
+        '<tr class="%s"><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>' % (
+            _e(item["severity"]), _e(item["severity"]), _e(item.get("scope")), _e(item["kind"]),
+            _e(item["host"] or ""), _e("" if item["rail"] is None else item["rail"]), _e(item["message"]))
         for item in findings)
-    return ("<table><tr><th>severity</th><th>kind</th><th>host</th><th>rail</th><th>finding</th></tr>%s</table>"
-            % rows)
+    return ("<table><tr><th>severity</th><th>scope</th><th>kind</th><th>host</th><th>rail</th><th>finding</th></tr>"
+            "%s</table>" % rows)
 
 
 def _hosts_to_draw(hosts, limit):
@@ -194,15 +194,6 @@ def _switch_table(switches):
     return "<table><tr><th>switch</th><th>rails</th><th>hosts</th><th>ports</th></tr>%s</table>" % rows
 
 
-def _host_findings(hosts):
-    rows = "".join('<tr class="%s"><td>%s</td><td>%s</td><td>%s</td></tr>' % (
-        _e(item.get("severity")), _e(host), _e(item.get("severity")), _e(item.get("message")))
-        for host, entry in hosts.items() for item in entry["findings"])
-    if not rows:
-        return "<p>No host reported a finding of its own.</p>"
-    return "<table><tr><th>host</th><th>severity</th><th>finding</th></tr>%s</table>" % rows
-
-
 def render_html(fabric_map, title="gpufabric fabric map", max_hosts_drawn=64):
     """Return the whole page as a string; every value from the facts is HTML-escaped."""
     summary = fabric_map["summary"]
@@ -214,11 +205,11 @@ def render_html(fabric_map, title="gpufabric fabric map", max_hosts_drawn=64):
         _cards(summary),
         "<p>Miscabled hosts: <b>%s</b></p>" % _e(miscabled),
         "<h2>Picture</h2><div class=\"picture\">%s</div>" % render_svg(fabric_map, max_hosts_drawn),
-        "<h2>Findings across hosts</h2>", _findings_table(fabric_map["findings"]),
+        "<h2>Findings</h2><p><small>Scope <i>fleet</i>: found by comparing each host with its peer group; scope "
+        "<i>host</i>: found by topology_facts on the host itself.</small></p>", _findings_table(fabric_map["findings"]),
         "<h2>Rails per host</h2><p><small>Each cell: switch and port the rail's NIC reaches (LLDP), then RDMA "
         "device / netdev. Red: miscabled against the rail's peer group; grey: port down.</small></p>",
         _rail_table(fabric_map),
         "<h2>Switches</h2>", _switch_table(fabric_map["switches"]),
-        "<h2>Findings reported by each host</h2>", _host_findings(fabric_map["hosts"]),
         "</body></html>\n",
     ))

@@ -125,6 +125,7 @@ def evaluate_bandwidth(results, host_groups, percent=90, thresholds=None, skippe
     samples = host_samples(results)
     verdicts = dict((host, {"status": STATUS_PASS, "rails": {}, "messages": []}) for host in host_groups)
     for (host, rail), entries in sorted(samples.items()):
+        entries.sort(key=lambda entry: entry["peer"])
         groups = host_groups.get(host, [])
         verdict = verdicts.setdefault(host, {"status": STATUS_PASS, "rails": {}, "messages": []})
         judged = []

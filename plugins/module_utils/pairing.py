@@ -127,11 +127,6 @@ class _Components:
         self.parent[self.find(index_a)] = self.find(index_b)
 
 
-def _crosses(place_a, place_b, part):
-    # Unknown locality never counts as crossing: prefer pairs known to cross.
-    return place_a[part] is not None and place_b[part] is not None and place_a[part] != place_b[part]
-
-
 # Weights of the preferences, each worth more than all lower ones together over the two
 # pairs a swap touches, so comparing sums keeps their priority order.
 _WEIGHT_UNTESTED = 1000
@@ -141,52 +136,59 @@ _WEIGHT_JOINS = 1
 
 
 def _quick_round(count, places, tested, components, idle):
-    """One round of disjoint pairs over every host index but idle.
+    """One round of disjoint pairs (low, high) over every host index but idle.
 
-    A greedy matching (best pairs first) followed by pair swaps that raise the round's total
-    weight: greedy alone can strand the last hosts of a rack together when a swap with
+    A greedy matching (heaviest pairs first) followed by pair swaps that raise the round's
+    total weight: greedy alone can strand the last hosts of a rack together when a swap with
     another pair would let both pairs cross racks.
     """
-    def weight(index_a, index_b):
-        return (
-            _WEIGHT_UNTESTED * (frozenset((index_a, index_b)) not in tested)
-            + _WEIGHT_CROSS_RACK * _crosses(places[index_a], places[index_b], 0)
-            + _WEIGHT_CROSS_SWITCH * _crosses(places[index_a], places[index_b], 1)
-            + _WEIGHT_JOINS * (components.find(index_a) != components.find(index_b))
-        )
+    roots = [components.find(index) for index in range(count)]
+    racks = [place[0] for place in places]
+    switches = [place[1] for place in places]
 
+    def weight(index_a, index_b):
+        if index_a > index_b:
+            index_a, index_b = index_b, index_a
+        total = 0 if (index_a, index_b) in tested else _WEIGHT_UNTESTED
+        rack_a, rack_b = racks[index_a], racks[index_b]
+        # Unknown locality never counts as crossing: prefer pairs known to cross.
+        if rack_a is not None and rack_b is not None and rack_a != rack_b:
+            total += _WEIGHT_CROSS_RACK
+        switch_a, switch_b = switches[index_a], switches[index_b]
+        if switch_a is not None and switch_b is not None and switch_a != switch_b:
+            total += _WEIGHT_CROSS_SWITCH
+        if roots[index_a] != roots[index_b]:
+            total += _WEIGHT_JOINS
+        return total
+
+    # Buckets by weight instead of one sort: few distinct weights, and within a bucket the
+    # input order keeps the plan deterministic.
     members = [index for index in range(count) if index != idle]
-    candidates = sorted(
-        ((weight(index_a, index_b), index_a, index_b) for index_a, index_b in _index_pairs(members)),
-        # Heaviest first; among equals, input order keeps the plan deterministic.
-        key=lambda item: (-item[0], item[1], item[2]),
-    )
-    matched = set()
+    buckets = {}
+    for position, index_a in enumerate(members):
+        for index_b in members[position + 1:]:
+            buckets.setdefault(weight(index_a, index_b), []).append((index_a, index_b))
+    matched = [False] * count
     pairs = []
-    for _weight, index_a, index_b in candidates:
-        if index_a not in matched and index_b not in matched:
-            matched.update((index_a, index_b))
-            pairs.append((index_a, index_b))
+    for bucket_weight in sorted(buckets, reverse=True):
+        for index_a, index_b in buckets[bucket_weight]:
+            if not matched[index_a] and not matched[index_b]:
+                matched[index_a] = matched[index_b] = True
+                pairs.append((index_a, index_b))
 
     improved = True
     while improved:
         improved = False
-        for first, second in _index_pairs(range(len(pairs))):
-            (index_a, index_b), (index_c, index_d) = pairs[first], pairs[second]
-            current = weight(index_a, index_b) + weight(index_c, index_d)
-            for new_first, new_second in (((index_a, index_c), (index_b, index_d)), ((index_a, index_d), (index_b, index_c))):
-                if weight(*new_first) + weight(*new_second) > current:
-                    pairs[first], pairs[second] = tuple(sorted(new_first)), tuple(sorted(new_second))
-                    improved = True
-                    break
-            if improved:
-                break
+        for first in range(len(pairs)):
+            for second in range(first + 1, len(pairs)):
+                (index_a, index_b), (index_c, index_d) = pairs[first], pairs[second]
+                current = weight(index_a, index_b) + weight(index_c, index_d)
+                for new_first, new_second in (((index_a, index_c), (index_b, index_d)), ((index_a, index_d), (index_b, index_c))):
+                    if weight(*new_first) + weight(*new_second) > current:
+                        pairs[first], pairs[second] = tuple(sorted(new_first)), tuple(sorted(new_second))
+                        improved = True
+                        break
     return sorted(pairs)
-
-
-def _index_pairs(indexes):
-    indexes = list(indexes)
-    return [(a, b) for position, a in enumerate(indexes) for b in indexes[position + 1:]]
 
 
 def _quick_rounds(hosts, locality):
@@ -195,16 +197,28 @@ def _quick_rounds(hosts, locality):
     tested = set()
     components = _Components(count)
     idle_count = [0] * count
+    # How many hosts share each known rack and switch.
+    crowd = ({}, {})
+    for place in places:
+        for part in (0, 1):
+            if place[part] is not None:
+                crowd[part][place[part]] = crowd[part].get(place[part], 0) + 1
     rounds = []
     for round_number in range(math.ceil(math.log2(count))):
         idle = None
         if count % 2:
-            # Rotate the idle host: fewest idles so far, then walk backwards through the list.
-            idle = min(range(count), key=lambda index: (idle_count[index], (index + round_number + 1) % count))
+            # Idle a host that has idled least, from the most crowded rack and switch (which
+            # leaves the others easier to pair across), then walk backwards through the list.
+            idle = min(range(count), key=lambda index: (
+                idle_count[index],
+                -crowd[0].get(places[index][0], 0),
+                -crowd[1].get(places[index][1], 0),
+                (index + round_number + 1) % count,
+            ))
             idle_count[idle] += 1
         pairs = _quick_round(count, places, tested, components, idle)
         for index_a, index_b in pairs:
-            tested.add(frozenset((index_a, index_b)))
+            tested.add((index_a, index_b))
             components.union(index_a, index_b)
         rounds.append([_oriented(index_a, index_b, hosts) for index_a, index_b in pairs])
     return rounds

@@ -249,7 +249,9 @@ def parse_perftest(text):
         if set(stripped) <= set("*"):
             continue  # the banner's frame
         if table is not None:
-            row = table.parse_row(stripped)
+            # After an error perftest prints no more results, only diagnostics such as the
+            # hex dump of a failed completion, whose numbers must not pass for a row.
+            row = None if errors else table.parse_row(stripped)
             if row is not None:
                 result["rows"].append(row)
                 continue
@@ -283,4 +285,3 @@ def parse_perftest(text):
     result["t_typical_us_min"] = min(typicals) if typicals else None
     result["error"] = "; ".join(errors) if errors else None
     return result
-

@@ -32,6 +32,11 @@ options:
   peer_name:
     description: The server host's name in the results; O(server) when unset.
     type: str
+  peer_device:
+    description:
+      - iperf3 only - the server's interface, named in the results and the report. perftest results name
+        the peer's NIC from O(peer_topology).
+    type: str
   timeout_margin:
     description: Seconds a client may run beyond O(duration) (connection setup, perftest warm-up) before it is killed.
     type: int
@@ -197,6 +202,7 @@ def main():
         server=dict(type="str", required=True),
         name=dict(type="str"),
         peer_name=dict(type="str"),
+        peer_device=dict(type="str"),
         timeout_margin=dict(type="int", default=30),
         fail_on_error=dict(type="bool", default=True),
     )
@@ -222,6 +228,7 @@ def main():
     numactl = module.get_bin_path("numactl")
     if params["tool"] == bandwidth.IPERF3:
         tests[0]["device"], tests[0]["rate_gbps"] = _route_interface(module, params["server"])
+        tests[0]["peer_device"] = params["peer_device"]
     limit = params["duration"] + params["timeout_margin"]
     commands, bindings = [], []
     try:

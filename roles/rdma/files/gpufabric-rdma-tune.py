@@ -477,6 +477,17 @@ def action_mlxconfig(host, config, check=False, run=subprocess.run):
 # ---------------------------------------------------------------- entry point
 
 
+def parse_settings(pairs):
+    """['PCI_WR_ORDERING=1'] -> {'PCI_WR_ORDERING': '1'}."""
+    settings = {}
+    for pair in pairs:
+        param, sep, value = pair.partition("=")
+        if not sep or not _MLXCONFIG_PARAM.match(param) or not value:
+            raise TuneError("--set wants PARAM=VALUE with an mlxconfig parameter name, got %r" % pair)
+        settings[param] = value
+    return settings
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="gpufabric-rdma-tune", description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=["irq-affinity", "roce", "pcie-relaxed-ordering", "mlxconfig", "check-config"])
@@ -485,6 +496,8 @@ def build_parser():
     parser.add_argument("--proc-root", default="/proc", help=argparse.SUPPRESS)
     parser.add_argument("--dry-run", action="store_true", help="log what would change, change nothing")
     parser.add_argument("--check", action="store_true", help="mlxconfig: report pending settings only")
+    parser.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
+                        help="mlxconfig: wanted setting, replacing the configuration's list (repeatable)")
     return parser
 
 
@@ -493,6 +506,8 @@ def main(argv=None):
     host = Host(args.sysfs_root, args.proc_root)
     try:
         config = load_config(args.config)
+        if args.set:
+            config["mlxconfig"] = parse_settings(args.set)
         if args.action == "check-config":
             log("%s is valid" % args.config)
             return 0

@@ -16,6 +16,7 @@ import re
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from fixture_data import read_fixture
 from jinja2 import Undefined
 
 from ansible_collections.gpufabric.core.plugins.filter.fabric_map import fabric_map as fabric_map_filter
@@ -23,7 +24,6 @@ from ansible_collections.gpufabric.core.plugins.filter.fabric_map_html import fa
 from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map import (
     FabricMapError,
     build_fabric_map,
-    findings_at_least,
     natural_key,
     normalize_rail_interfaces,
 )
@@ -93,8 +93,8 @@ def _gpu_host(devices, switches, down=(), rate=400.0, active_mtu=4096, mtu=9000,
 
 
 @pytest.fixture
-def sonic_neighbours(fixture_text):
-    return parse_lldp(fixture_text(SONIC))
+def sonic_neighbours():
+    return parse_lldp(read_fixture(SONIC))
 
 
 @pytest.fixture
@@ -154,8 +154,8 @@ def test_two_hosts_on_one_switch_port_is_a_conflict(sonic_neighbours):
     assert fabric["summary"]["hosts_by_status"] == {"error": 2}
 
 
-def test_port_id_that_is_a_mac_falls_back_to_the_port_description(fixture_text):
-    neighbours = parse_lldp(fixture_text(B2B))
+def test_port_id_that_is_a_mac_falls_back_to_the_port_description():
+    neighbours = parse_lldp(read_fixture(B2B))
     fabric = build_fabric_map({"host-a": _host_from_lldp(neighbours)},
                               rail_interfaces={"host-a": ["enp5s0f0np0", "enp11s0f0np0"]})
     rails = fabric["hosts"]["host-a"]["rails"]
@@ -315,14 +315,19 @@ def test_map_is_json_and_deterministic(sonic_fleet):
     assert json.dumps(build_fabric_map(reordered, rail_interfaces=rails), sort_keys=True) == first
 
 
-def test_findings_at_least_applies_the_policy(sonic_fleet):
-    sonic_fleet["gpu-02"]["findings"] = [{"severity": "warning", "message": "ens1np0 runs below the others"}]
+def test_host_findings_join_the_fleet_findings(sonic_fleet):
+    sonic_fleet["gpu-02"]["findings"] = [
+        {"severity": "warning", "kind": "rate_below_peers",
+         "message": "ens1np0 runs at 100 Gb/s, below the 400 Gb/s of the others"},
+        {"severity": "loud", "message": "an unknown severity counts as a warning"}]
     fabric = build_fabric_map(sonic_fleet, rail_interfaces={host: SONIC_RAILS for host in sonic_fleet})
-    errors = findings_at_least(fabric, "error")
-    assert len(errors) == 2 and all("gpu-02" not in message for message in errors)
-    assert "gpu-02: ens1np0 runs below the others" in findings_at_least(fabric, "warning")
-    with pytest.raises(FabricMapError, match="severity must be one of"):
-        findings_at_least(fabric, "fatal")
+    host_findings = [item for item in fabric["findings"] if item["scope"] == "host"]
+    assert [(item["kind"], item["message"]) for item in host_findings] == [
+        ("host", "gpu-02: an unknown severity counts as a warning"),
+        ("rate_below_peers", "gpu-02: ens1np0 runs at 100 Gb/s, below the 400 Gb/s of the others")]
+    assert {item["severity"] for item in host_findings} == {"warning"}
+    assert fabric["hosts"]["gpu-02"]["status"] == "warning"
+    assert fabric["summary"]["findings"] == {"info": 0, "warning": 2, "error": 2}
 
 
 def test_html_page_draws_hosts_rails_and_miscabled_links(sonic_fleet):

@@ -1,0 +1,31 @@
+"""Each node's rails in the map are the LLDP neighbours that node really sees now."""
+
+import json
+
+testinfra_hosts = ["discover-node1", "discover-node2", "discover-node3"]
+
+
+def _live_neighbours(host):
+    """{local interface: (chassis name, port id)} from the node's own lldpd."""
+    data = json.loads(host.check_output("lldpctl -f json0"))
+    found = {}
+    for block in data["lldp"]:
+        for interface in block.get("interface", []):
+            chassis = interface["chassis"][0]
+            port = interface["port"][0]
+            found[interface["name"]] = (chassis["name"][0]["value"], port["id"][0]["value"])
+    return found
+
+
+def test_lldpd_runs(host):
+    assert host.service("lldpd").is_running
+
+
+def test_map_rails_match_live_lldp(host, fabric_map):
+    name = host.backend.get_hostname()
+    live = _live_neighbours(host)
+    rails = fabric_map["hosts"][name]["rails"]
+    assert [rail["netdev"] for rail in rails] == ["eth1", "eth2"]
+    for rail in rails:
+        assert (rail["switch"], rail["switch_port"]) == live[rail["netdev"]]
+        assert rail["up"] is True and rail["link_layer"] == "Ethernet"

@@ -1,0 +1,502 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Build gpufabric_topology (schema in docs/topology.md) from raw sources, live or from a snapshot.
+
+build_topology is pure: it takes the raw texts of the commands and sysfs files and returns the facts.
+collect_live gathers those texts on a host, read_snapshot and write_capture move them to and from a
+directory, so a host can be analysed offline with exactly the code that runs live.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from ansible_collections.gpufabric.core.plugins.module_utils import sysfs as sysfs_utils
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
+from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import parse_ibstat
+from ansible_collections.gpufabric.core.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo, roce_v2_gid_index
+from ansible_collections.gpufabric.core.plugins.module_utils.lldp import neighbors_by_interface, parse_lldp
+from ansible_collections.gpufabric.core.plugins.module_utils.nvidia_smi_topo import (
+    parse_nvidia_smi_query_gpu,
+    parse_nvidia_smi_topo,
+)
+from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+
+SCHEMA_VERSION = 1
+
+# Snapshot layout: source key -> file name inside the snapshot directory.
+SNAPSHOT_FILES = {
+    "nvidia_smi_topo": "nvidia-smi-topo-m.txt",
+    "nvidia_smi_query": "nvidia-smi-query-gpu.csv",
+    "ibstat": "ibstat.txt",
+    "ibv_devinfo": "ibv_devinfo.txt",
+    "lldpctl": "lldpctl.json",
+}
+SNAPSHOT_BONDING_DIR = "proc/net/bonding"
+SNAPSHOT_SYSFS_DIR = "sys"
+SNAPSHOT_REASONS_FILE = "reasons.json"
+
+# The commands collect_live runs, as argument lists.
+COMMANDS = {
+    "nvidia_smi_topo": ["nvidia-smi", "topo", "-m"],
+    "nvidia_smi_query": ["nvidia-smi", "--query-gpu=index,name,pci.bus_id", "--format=csv,noheader"],
+    "ibstat": ["ibstat"],
+    "ibv_devinfo": ["ibv_devinfo", "-v"],
+    "lldpctl": ["lldpctl", "-f", "json"],
+}
+PACKAGE_HINTS = {
+    "nvidia-smi": "the NVIDIA driver is not installed",
+    "ibstat": "install infiniband-diags",
+    "ibv_devinfo": "install ibverbs-utils (rdma-core)",
+    "lldpctl": "install and start lldpd",
+}
+
+# A GPU whose nearest NIC is this far away sends GPUDirect RDMA traffic across the CPU interconnect.
+CROSS_SOCKET_LINK = "SYS"
+
+
+def _finding(findings, severity, kind, message):
+    findings.append({"severity": severity, "kind": kind, "message": message})
+
+
+def _parse(parser, text, source, findings, reasons):
+    """Run a parser; a parse error becomes a finding and a reason instead of failing discovery."""
+    try:
+        return parser(text)
+    except ParseError as exc:
+        reasons[source] = str(exc)
+        _finding(findings, "error", "parse_error", str(exc))
+        return None
+
+
+def _gpus(sources, sysfs, findings, reasons):
+    topo = query = None
+    if sources.get("nvidia_smi_topo"):
+        topo = _parse(parse_nvidia_smi_topo, sources["nvidia_smi_topo"], "nvidia_smi_topo", findings, reasons)
+    if sources.get("nvidia_smi_query"):
+        query = _parse(parse_nvidia_smi_query_gpu, sources["nvidia_smi_query"], "nvidia_smi_query", findings, reasons)
+    if topo is None and not query:
+        reason = (reasons.get("nvidia_smi_topo") or reasons.get("nvidia_smi_query")
+                  or "no nvidia-smi output was available")
+        return {"available": False, "reason": reason, "devices": []}, None
+
+    by_index = {}
+    for gpu in query or []:
+        by_index[gpu["index"]] = {"model": gpu["model"], "pci_bus_id": gpu["pci_bus_id"]}
+    topo_gpus = {gpu["index"]: gpu for gpu in (topo["gpus"] if topo else [])}
+    devices = []
+    for index in sorted(set(by_index) | set(topo_gpus)):
+        name = "GPU%d" % index
+        known = by_index.get(index, {})
+        from_topo = topo_gpus.get(index, {})
+        numa = sysfs_utils.pci_numa_node(sysfs, known.get("pci_bus_id"))
+        if numa is None:
+            numa = from_topo.get("numa_affinity")
+        peers = (topo or {}).get("nvlinks", {}).get(name, {})
+        devices.append({
+            "index": index,
+            "name": name,
+            "model": known.get("model"),
+            "pci_bus_id": known.get("pci_bus_id"),
+            "numa_node": numa,
+            "cpu_affinity": from_topo.get("cpu_affinity"),
+            "nvlink_peers": sorted(int(peer[3:]) for peer in peers),
+            "nearest_nics": list((topo or {}).get("nearest_nics", {}).get(name, [])),
+            "nearest_link": (topo or {}).get("nearest_link", {}).get(name),
+        })
+    if topo is not None and not topo["legend_found"]:
+        _finding(findings, "warning", "no_nic_legend",
+                 "nvidia-smi topo -m printed no NIC Legend: %s cannot be matched to RDMA device names"
+                 % ", ".join(nic["name"] for nic in topo["nics"]))
+    return {"available": bool(devices), "reason": None if devices else "nvidia-smi listed no GPU",
+            "devices": devices}, topo
+
+
+def _port_template(number):
+    return {"port": number, "state": None, "physical_state": None, "rate_gbps": None, "link_layer": None,
+            "roce_v2_gid_index": None, "active_mtu": None, "netdev": None}
+
+
+def _fill(port, values, keys):
+    """Copy values into port where the port does not know them yet (sources are merged by priority)."""
+    for key in keys:
+        if port.get(key) is None and values.get(key) is not None:
+            port[key] = values[key]
+
+
+def _rdma(sources, sysfs, interfaces, findings, reasons):
+    live = sysfs_utils.rdma_devices(sysfs)
+    ibstat = ibv = None
+    if sources.get("ibstat"):
+        ibstat = _parse(parse_ibstat, sources["ibstat"], "ibstat", findings, reasons)
+    if sources.get("ibv_devinfo"):
+        ibv = _parse(parse_ibv_devinfo, sources["ibv_devinfo"], "ibv_devinfo", findings, reasons)
+    for parsed, tool in ((ibstat, "ibstat"), (ibv, "ibv_devinfo")):
+        if parsed and parsed["errors"] and (parsed.get("cas") or parsed.get("devices")):
+            # Errors beside devices mean a partial view; errors alone mean "no device" (see reasons).
+            for line in parsed["errors"]:
+                _finding(findings, "warning", "tool_error", "%s reported: %s" % (tool, line))
+
+    names = set(live)
+    ibstat_cas = {ca["name"]: ca for ca in (ibstat or {}).get("cas", [])}
+    ibv_devices = {device["name"]: device for device in (ibv or {}).get("devices", [])}
+    names |= set(ibstat_cas) | set(ibv_devices)
+    by_pci = {}
+    for interface in interfaces:
+        if interface["pci_address"]:
+            by_pci.setdefault(interface["pci_address"], []).append(interface["name"])
+
+    devices = []
+    for name in sorted(names, key=sysfs_utils.natural_key):
+        from_sysfs = live.get(name, {})
+        ca = ibstat_cas.get(name, {})
+        verbs = ibv_devices.get(name, {})
+        pci = from_sysfs.get("pci_address")
+        netdevs = from_sysfs.get("netdevs") or by_pci.get(pci, [])
+        numbers = set(from_sysfs.get("ports", {}))
+        numbers |= {port["port"] for port in ca.get("ports", [])}
+        numbers |= {port["port"] for port in verbs.get("ports", [])}
+        ports = []
+        for number in sorted(numbers):
+            port = _port_template(number)
+            sys_port = from_sysfs.get("ports", {}).get(number, {})
+            ibstat_port = next((p for p in ca.get("ports", []) if p["port"] == number), {})
+            verbs_port = next((p for p in verbs.get("ports", []) if p["port"] == number), {})
+            for values in (sys_port, ibstat_port, verbs_port):
+                _fill(port, values, ("state", "physical_state", "rate_gbps", "link_layer", "active_mtu"))
+            if port["link_layer"] == "Ethernet":
+                port["roce_v2_gid_index"] = roce_v2_gid_index(sys_port.get("gids") or verbs_port.get("gids") or [])
+                port["gids_known"] = bool(sys_port.get("gids") or verbs_port.get("gids"))
+            ndevs = [gid["ndev"] for gid in sys_port.get("gids", []) if gid.get("ndev")]
+            if ndevs:
+                port["netdev"] = ndevs[0]
+            elif len(netdevs) >= number:
+                port["netdev"] = netdevs[number - 1]
+            elif netdevs:
+                port["netdev"] = netdevs[0]
+            ports.append(port)
+        devices.append({
+            "name": name,
+            "model": from_sysfs.get("hca_type") or ca.get("ca_type")
+            or (("vendor_part_id %s" % verbs["vendor_part_id"]) if verbs.get("vendor_part_id") else None),
+            "firmware": from_sysfs.get("fw_ver") or ca.get("firmware_version") or verbs.get("fw_ver"),
+            "pci_address": pci,
+            "numa_node": from_sysfs.get("numa_node"),
+            "netdev": next((port["netdev"] for port in ports if port["netdev"]), None),
+            "ports": ports,
+        })
+    if devices:
+        return {"available": True, "reason": None, "devices": devices}
+    reason = None
+    for parsed, tool in ((ibstat, "ibstat"), (ibv, "ibv_devinfo")):
+        if parsed and parsed["errors"]:
+            reason = "%s: %s" % (tool, parsed["errors"][0])
+    reason = (reasons.get("rdma") or reasons.get("ibstat") or reason or reasons.get("ibv_devinfo")
+              or "no RDMA device: /sys/class/infiniband is empty or absent")
+    return {"available": False, "reason": reason, "devices": []}
+
+
+def _bonds(sources, interfaces, findings, reasons):
+    bonds = {}
+    for name, text in sorted((sources.get("bonding") or {}).items()):
+        parsed = _parse(parse_bonding, text, "bonding:%s" % name, findings, reasons)
+        if parsed is None:
+            continue
+        bonds[name] = parsed
+        for problem in parsed["problems"]:
+            _finding(findings, "warning", "bond_problem", "%s: %s" % (name, problem))
+    masters = {}
+    for name, bond in bonds.items():
+        for slave in bond["slaves"]:
+            masters[slave["name"]] = name
+    for interface in interfaces:
+        for slave in interface.pop("bond_slaves") or []:
+            masters.setdefault(slave, interface["name"])
+        interface.pop("bond_mode", None)
+    for interface in interfaces:
+        interface["bond_master"] = masters.get(interface["name"])
+    return bonds
+
+
+def _lldp(sources, findings, reasons):
+    text = sources.get("lldpctl")
+    if not text:
+        return {"available": False, "reason": reasons.get("lldpctl") or "no lldpctl output was available",
+                "neighbors": []}
+    neighbors = _parse(parse_lldp, text, "lldpctl", findings, reasons)
+    if neighbors is None:
+        return {"available": False, "reason": reasons["lldpctl"], "neighbors": []}
+    return {"available": True, "reason": None, "neighbors": neighbors}
+
+
+def _rails(gpus, rdma, lldp, findings):
+    """Rail i: GPU i and its nearest RDMA NIC, each NIC given to one GPU when the topology allows."""
+    devices = {device["name"]: device for device in rdma["devices"]}
+    neighbors = neighbors_by_interface(lldp["neighbors"])
+    taken = {}
+    rails = []
+    for gpu in gpus["devices"]:
+        candidates = gpu["nearest_nics"]
+        if not candidates:
+            continue
+        choice = next((nic for nic in candidates if nic not in taken), candidates[0])
+        if choice in taken:
+            _finding(findings, "info", "shared_nic", "GPU%d shares its nearest NIC %s with GPU%d"
+                     % (gpu["index"], choice, taken[choice]))
+        taken.setdefault(choice, gpu["index"])
+        device = devices.get(choice, {})
+        ports = device.get("ports", [])
+        port = next((p for p in ports if p["state"] == "ACTIVE"), ports[0] if ports else {})
+        netdev = port.get("netdev") or device.get("netdev")
+        neighbor = (neighbors.get(netdev) or [None])[0] if netdev else None
+        rails.append({
+            "rail": gpu["index"],
+            "gpu": gpu["name"],
+            "device": choice,
+            "port": port.get("port"),
+            "netdev": netdev,
+            "rate_gbps": port.get("rate_gbps"),
+            "link_layer": port.get("link_layer"),
+            "state": port.get("state"),
+            "numa_node": device.get("numa_node") if device.get("numa_node") is not None else gpu["numa_node"],
+            "link": gpu["nearest_link"],
+            "switch": neighbor["chassis_name"] if neighbor else None,
+            "switch_id": neighbor["chassis_id"] if neighbor else None,
+            "switch_port": neighbor["port_id"] if neighbor else None,
+        })
+    return rails
+
+
+def _host_findings(gpus, rdma, rails, findings):
+    rail_devices = {rail["device"] for rail in rails}
+    for gpu in gpus["devices"]:
+        if gpu["nearest_link"] == CROSS_SOCKET_LINK:
+            _finding(findings, "warning", "gpu_nic_cross_socket",
+                     "GPU%d's nearest NIC (%s) is across the CPU interconnect (SYS): its RDMA traffic crosses "
+                     "sockets; check which slot the NIC or GPU sits in" % (gpu["index"], ", ".join(gpu["nearest_nics"])))
+    groups = {}
+    for device in rdma["devices"]:
+        for port in device["ports"]:
+            label = "%s port %d" % (device["name"], port["port"])
+            if port["state"] is not None and port["state"] != "ACTIVE":
+                _finding(findings, "error" if device["name"] in rail_devices else "warning", "port_down",
+                         "%s is %s (physical state %s)" % (label, port["state"], port["physical_state"] or "unknown"))
+                continue
+            if port["state"] == "ACTIVE" and port["rate_gbps"]:
+                group = (device["model"], port["link_layer"])
+                groups.setdefault(group, []).append((label, port["rate_gbps"]))
+            if (port["state"] == "ACTIVE" and port["link_layer"] == "Ethernet" and port.get("gids_known")
+                    and port["roce_v2_gid_index"] is None):
+                _finding(findings, "warning", "no_roce_v2_gid",
+                         "%s (RoCE) has no RoCE v2 GID: give its netdev %s an IP address" % (label, port["netdev"]))
+    for (model, link_layer), members in sorted(groups.items(), key=lambda item: str(item[0])):
+        best = max(rate for _, rate in members)
+        for label, rate in members:
+            if rate < best:
+                _finding(findings, "warning", "rate_below_peers",
+                         "%s runs at %g Gb/s, below the %g Gb/s of the other %s%s ports"
+                         % (label, rate, best, (model + " ") if model else "", link_layer or ""))
+    active_rails = [rail for rail in rails if rail["state"] == "ACTIVE" and rail["rate_gbps"]]
+    if active_rails:
+        best = max(rail["rate_gbps"] for rail in active_rails)
+        for rail in active_rails:
+            if rail["rate_gbps"] < best:
+                _finding(findings, "warning", "rail_rate_below_peers",
+                         "rail %d (%s, %s port %s) runs at %g Gb/s, below the %g Gb/s of the fastest rail: "
+                         "collectives run at the pace of the slowest rail"
+                         % (rail["rail"], rail["gpu"], rail["device"], rail["port"], rail["rate_gbps"], best))
+    for device in rdma["devices"]:
+        for port in device["ports"]:
+            port.pop("gids_known", None)
+
+
+def build_topology(sources, source="live"):
+    """Build gpufabric_topology from raw sources (keys in docs/topology.md); a missing key means 'not on
+    this host', explained by sources["reasons"][key] when given. Never raises on bad command output:
+    what cannot be parsed becomes a finding of severity error and a reason."""
+    sources = sources or {}
+    reasons = dict(sources.get("reasons") or {})
+    sysfs = sources.get("sysfs") or {}
+    findings = []
+    interfaces = sysfs_utils.net_interfaces(sysfs)
+    gpus, _ = _gpus(sources, sysfs, findings, reasons)
+    rdma = _rdma(sources, sysfs, interfaces, findings, reasons)
+    bonds = _bonds(sources, interfaces, findings, reasons)
+    lldp = _lldp(sources, findings, reasons)
+    rails = _rails(gpus, rdma, lldp, findings)
+    _host_findings(gpus, rdma, rails, findings)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "source": source,
+        "gpus": gpus,
+        "rdma": rdma,
+        "interfaces": interfaces,
+        "bonds": bonds,
+        "lldp": lldp,
+        "rails": rails,
+        "findings": findings,
+    }
+
+
+# ---------------------------------------------------------------- gathering the sources
+
+
+def _first_line(*texts):
+    for text in texts:
+        for line in (text or "").splitlines():
+            if line.strip():
+                return line.strip()[:300]
+    return ""
+
+
+def collect_live(run, which, sys_root="/sys", proc_root="/proc", timeout=30):
+    """Gather the raw sources on this host.
+
+    run(argv) -> (rc, stdout, stderr) and which(name) -> path or None are given by the caller
+    (AnsibleModule.run_command / get_bin_path), so this stays testable without Ansible. A command
+    is wrapped in coreutils timeout when available: a wedged driver can hang nvidia-smi forever.
+    """
+    sources = {"reasons": {}}
+    reasons = sources["reasons"]
+    timeout_bin = which("timeout")
+
+    def command(key):
+        argv = COMMANDS[key]
+        path = which(argv[0])
+        if not path:
+            reasons[key] = "%s not found in PATH (%s)" % (argv[0], PACKAGE_HINTS[argv[0]])
+            return None
+        full = [path] + argv[1:]
+        if timeout_bin:
+            full = [timeout_bin, str(timeout)] + full
+        rc, out, err = run(full)
+        if rc == 124 and timeout_bin:
+            reasons[key] = "%s timed out after %d s" % (" ".join(argv), timeout)
+            return None
+        if rc != 0:
+            reasons[key] = "%s failed (rc %d): %s" % (" ".join(argv), rc, _first_line(err, out) or "no output")
+            # ibstat/ibv_devinfo print the CAs they could read before failing: keep them for the parser.
+            return (out + ("\n" + err if err else "")) if key in ("ibstat", "ibv_devinfo") and out.strip() else None
+        if not out.strip():
+            reasons[key] = "%s printed nothing%s" % (" ".join(argv), ": " + _first_line(err) if err.strip() else "")
+            return None
+        return out + ("\n" + err if err.strip() and key in ("ibstat", "ibv_devinfo") else "")
+
+    for key in ("nvidia_smi_topo", "nvidia_smi_query"):
+        text = command(key)
+        if text is not None:
+            sources[key] = text
+        if key == "nvidia_smi_topo" and text is None and "not found" in reasons.get(key, ""):
+            reasons["nvidia_smi_query"] = reasons[key]
+            break
+    gpu_addresses = []
+    if sources.get("nvidia_smi_query"):
+        try:
+            gpu_addresses = [gpu["pci_bus_id"] for gpu in parse_nvidia_smi_query_gpu(sources["nvidia_smi_query"])]
+        except ParseError:
+            pass  # build_topology reports the parse error
+    if not os.path.isdir(os.path.join(sys_root, "class/infiniband")):
+        reasons["rdma"] = "no RDMA device: %s/class/infiniband does not exist (no RDMA driver loaded)" % sys_root
+    for key in ("ibstat", "ibv_devinfo", "lldpctl"):
+        text = command(key)
+        if text is not None:
+            sources[key] = text
+    bonding_dir = os.path.join(proc_root, "net/bonding")
+    bonding = {}
+    for name in sorted(os.listdir(bonding_dir)) if os.path.isdir(bonding_dir) else []:
+        try:
+            with open(os.path.join(bonding_dir, name), "r", encoding="utf-8", errors="replace") as handle:
+                bonding[name] = handle.read()
+        except OSError as exc:
+            reasons["bonding:%s" % name] = "cannot read %s: %s" % (os.path.join(bonding_dir, name), exc)
+    sources["bonding"] = bonding
+    sources["sysfs"] = sysfs_utils.collect_sysfs(sys_root, gpu_addresses)
+    return sources
+
+
+def read_snapshot(directory):
+    """Read a snapshot directory (layout in SNAPSHOT_FILES) into sources; absent files get a reason."""
+    if not os.path.isdir(directory):
+        raise ValueError("snapshot directory %s does not exist" % directory)
+    sources = {"reasons": {}}
+    reasons_path = os.path.join(directory, SNAPSHOT_REASONS_FILE)
+    if os.path.isfile(reasons_path):
+        try:
+            with open(reasons_path, "r", encoding="utf-8") as handle:
+                recorded = json.load(handle)
+            if isinstance(recorded, dict):
+                sources["reasons"].update({str(k): str(v) for k, v in recorded.items()})
+        except (OSError, ValueError):
+            pass  # a damaged reasons file only loses explanations
+    for key, filename in SNAPSHOT_FILES.items():
+        path = os.path.join(directory, filename)
+        if os.path.isfile(path):
+            with open(path, "r", encoding="utf-8", errors="replace") as handle:
+                sources[key] = handle.read()
+        else:
+            sources["reasons"].setdefault(key, "the snapshot has no %s" % filename)
+    bonding_dir = os.path.join(directory, SNAPSHOT_BONDING_DIR)
+    sources["bonding"] = {}
+    if os.path.isdir(bonding_dir):
+        for name in sorted(os.listdir(bonding_dir)):
+            path = os.path.join(bonding_dir, name)
+            if os.path.isfile(path):
+                with open(path, "r", encoding="utf-8", errors="replace") as handle:
+                    sources["bonding"][name] = handle.read()
+    sys_dir = os.path.join(directory, SNAPSHOT_SYSFS_DIR)
+    sources["sysfs"] = sysfs_utils.read_tree(sys_dir) if os.path.isdir(sys_dir) else {}
+    if not sources["sysfs"]:
+        sources["reasons"].setdefault("rdma", "the snapshot has no sys/ tree and no RDMA command output")
+    return sources
+
+
+def snapshot_files(sources):
+    """The files a capture of sources writes: {relative path: content}."""
+    files = {}
+    for key, filename in SNAPSHOT_FILES.items():
+        if sources.get(key):
+            files[filename] = sources[key]
+    for name, text in (sources.get("bonding") or {}).items():
+        files["%s/%s" % (SNAPSHOT_BONDING_DIR, name)] = text
+    for relpath, content in (sources.get("sysfs") or {}).items():
+        files["%s/%s" % (SNAPSHOT_SYSFS_DIR, relpath)] = content + "\n"
+    if sources.get("reasons"):
+        files[SNAPSHOT_REASONS_FILE] = json.dumps(sources["reasons"], indent=2, sort_keys=True) + "\n"
+    return files
+
+
+def write_capture(directory, sources, check_mode=False):
+    """Write the raw sources into directory; return the relative paths whose content changed.
+
+    Files are replaced atomically; in check mode nothing is written and the would-be changes are returned.
+    """
+    changed = []
+    for relpath, content in sorted(snapshot_files(sources).items()):
+        # sysfs names never hold "..", but a snapshot path must stay inside directory whatever it is given.
+        path = os.path.normpath(os.path.join(directory, relpath))
+        if not path.startswith(os.path.normpath(directory) + os.sep):
+            raise ValueError("refusing to write %s outside %s" % (relpath, directory))
+        try:
+            with open(path, "r", encoding="utf-8", errors="replace") as handle:
+                if handle.read() == content:
+                    continue
+        except OSError:
+            pass
+        changed.append(relpath)
+        if check_mode:
+            continue
+        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+        handle, tmp_path = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".capture-")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                stream.write(content)
+            os.chmod(tmp_path, 0o644)
+            os.replace(tmp_path, path)
+        except BaseException:
+            if os.path.exists(tmp_path):
+                os.unlink(tmp_path)
+            raise
+    return changed

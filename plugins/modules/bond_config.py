@@ -1,0 +1,581 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: bond_config
+short_description: Write validated bond, VLAN and interface configuration as one transaction that rolls itself back
+version_added: "0.1.0"
+description:
+  - Validates bonds, VLANs and plain interfaces, renders them for netplan, systemd-networkd or NetworkManager
+    keyfiles, and checks the result with the backend's own tool (C(netplan generate --root-dir),
+    C(systemd-networkd) loading the files in a throw-away network and mount namespace, C(nmcli --offline)) before
+    any file is touched.
+  - When files change, it backs them up, arms a transient systemd timer (C(gpufabric-bonding-rollback.timer)) that
+    restores them and re-activates the previous configuration after O(rollback_timeout) seconds, installs the
+    new files and starts the activation in the background (C(gpufabric-bonding-apply.service)), so a change that
+    cuts the connection is still undone by the host itself.
+  - The caller confirms the change (C(gpufabric-bonding-activate confirm)) once it has reconnected and verified
+    the host; the M(gpufabric.core.bond_config) module never confirms by itself. The role
+    C(gpufabric.core.bonding) does this.
+  - Owns only its own files (O(file_prefix) in O(config_dir)); files of the same prefix that the configuration no
+    longer needs are removed.
+author:
+  - gpufabric.core contributors
+options:
+  backend:
+    description: Which configuration system renders and activates the configuration.
+    type: str
+    required: true
+    choices: [networkd, netplan, networkmanager]
+  bonds:
+    description:
+      - Bonds, as in the role variable C(bonding_bonds); see the role's documentation for the keys.
+    type: list
+    elements: dict
+    default: []
+  vlans:
+    description: VLAN sub-interfaces, as in the role variable C(bonding_vlans).
+    type: list
+    elements: dict
+    default: []
+  ethernets:
+    description: Plain interfaces with addresses or routes, as in the role variable C(bonding_ethernets).
+    type: list
+    elements: dict
+    default: []
+  bond_defaults:
+    description:
+      - Defaults for bonds that do not set a key (C(mode), C(miimon), C(lacp_rate), C(xmit_hash_policy),
+        C(ad_select), C(min_links), C(mtu)); applied only where the bond's mode reads them.
+    type: dict
+    default: {}
+  variable_prefix:
+    description: Prefix of the variable names used in error messages (C(bonding) gives C(bonding_bonds[0]) ...).
+    type: str
+    default: bonding
+  config_dir:
+    description:
+      - Directory of the backend's configuration. Defaults to C(/etc/systemd/network), C(/etc/netplan) or
+        C(/etc/NetworkManager/system-connections).
+    type: path
+  file_prefix:
+    description:
+      - Prefix of the files this module owns in O(config_dir). For netplan it is the whole file name without
+        C(.yaml). Defaults to C(10-gpufabric-) (networkd), C(60-gpufabric-bonding) (netplan), C(gpufabric-)
+        (NetworkManager, also the prefix of the profile names).
+    type: str
+  netplan_renderer:
+    description: Value of C(network.renderer) in the netplan file; empty leaves the host's default.
+    type: str
+    default: ""
+  validate:
+    description:
+      - Check the rendered files with the backend's own tool before installing them. The module's own checks of
+        values that those tools accept silently always run.
+    type: bool
+    default: true
+  activate:
+    description:
+      - Activate the new configuration after installing it, under the rollback timer. V(false) installs the
+        validated files only; they take effect at the next reboot or manual reload, without the safety net.
+    type: bool
+    default: true
+  rollback_timeout:
+    description: Seconds after which the host restores the previous files unless the change is confirmed.
+    type: int
+    default: 180
+  state_dir:
+    description: Where the transaction (backup, manifest, logs) is kept; the latest one is C(<state_dir>/current).
+    type: path
+    default: /var/lib/gpufabric/bonding
+  helper:
+    description: Path of the activation helper installed by the role (C(gpufabric-bonding-activate)).
+    type: path
+    default: /usr/local/libexec/gpufabric-bonding-activate
+attributes:
+  check_mode:
+    support: full
+    description: Reports the files that would change, with a diff, after validating them; touches nothing.
+  diff_mode:
+    support: full
+    description: Returns the before and after text of every changed file.
+notes:
+  - Needs root, systemd (C(systemd-run)) and, for O(validate) with networkd, the right to create mount and network
+    namespaces (C(unshare), CAP_SYS_ADMIN).
+  - Addresses are checked with Python's C(ipaddress) module, which runs on the host without extra packages.
+seealso:
+  - module: ansible.posix.sysctl
+  - name: netplan generate
+    description: The netplan tool that validates the rendered YAML.
+    link: https://netplan.readthedocs.io/en/stable/netplan-generate/
+"""
+
+EXAMPLES = r"""
+- name: Two 100G ports in an LACP bond with a storage VLAN, applied under a 3-minute rollback timer
+  gpufabric.core.bond_config:
+    backend: networkd
+    bonds:
+      - name: bond0
+        members: [ens1f0np0, ens1f1np1]
+        mtu: 9000
+    vlans:
+      - id: 200
+        link: bond0
+        addresses: [10.200.0.11/24]
+    rollback_timeout: 180
+  register: bond_change
+
+- name: Confirm the change once the host is reachable again
+  ansible.builtin.command: /usr/local/libexec/gpufabric-bonding-activate confirm {{ bond_change.transaction }}
+  when: bond_change.rollback_armed
+  changed_when: true
+"""
+
+RETURN = r"""
+files:
+  description: Paths of the files the configuration consists of.
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/systemd/network/10-gpufabric-bond0.netdev, /etc/systemd/network/10-gpufabric-bond0.network]
+changes:
+  description: Files created, replaced or removed (or that would be, in check mode).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{action: create, path: /etc/systemd/network/10-gpufabric-bond0.netdev}]
+checksums_before:
+  description: SHA-1 of each changed file before the change (null when it did not exist), to check a revert.
+  returned: always
+  type: dict
+  sample: {/etc/systemd/network/10-gpufabric-bond0.netdev: null}
+config:
+  description: The validated, normalised configuration (defaults applied).
+  returned: always
+  type: dict
+  sample: {bonds: [{name: bond0, mode: 802.3ad, miimon: 100, lacp_rate: fast, mtu: 9000}], vlans: [], ethernets: []}
+validation:
+  description: Which tool validated the files and what it said.
+  returned: always
+  type: dict
+  sample: {tool: "netplan generate --root-dir", ran: true, warnings: []}
+transaction:
+  description: Directory of this change's backup, manifest and logs; empty when nothing changed.
+  returned: always
+  type: str
+  sample: /var/lib/gpufabric/bonding/current
+rollback_armed:
+  description: Whether the rollback timer was armed (the change must be confirmed).
+  returned: always
+  type: bool
+  sample: true
+rollback_deadline:
+  description: Epoch seconds at which the host reverts the change unless it is confirmed; 0 when not armed.
+  returned: always
+  type: int
+  sample: 1764500000
+activation_started:
+  description: Whether the background activation (gpufabric-bonding-apply.service) was started.
+  returned: always
+  type: bool
+  sample: true
+"""
+
+import os
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_text
+
+from ansible_collections.gpufabric.core.plugins.module_utils import bonding_config as bc
+
+ROLLBACK_UNIT = "gpufabric-bonding-rollback"
+APPLY_UNIT = "gpufabric-bonding-apply"
+
+BACKEND_DEFAULTS = {
+    "networkd": {"config_dir": "/etc/systemd/network", "file_prefix": "10-gpufabric-", "mode": 0o644},
+    "netplan": {"config_dir": "/etc/netplan", "file_prefix": "60-gpufabric-bonding", "mode": 0o600},
+    "networkmanager": {"config_dir": "/etc/NetworkManager/system-connections", "file_prefix": "gpufabric-",
+                       "mode": 0o600},
+}
+NETWORKD_BINARIES = ("/lib/systemd/systemd-networkd", "/usr/lib/systemd/systemd-networkd")
+# Runs inside `unshare --mount --net`: networkd loads a copy of the future configuration directory, logs what
+# it rejects, and can touch nothing of the host (private mounts, empty network namespace, no D-Bus).
+_NETWORKD_SANDBOX = r"""
+set -e
+mount --make-rprivate /
+mount -t tmpfs tmpfs /run/systemd
+mkdir -p /run/systemd/network /run/systemd/netif/links /run/systemd/netif/leases /run/systemd/netif/lldp
+chown -R systemd-network:systemd-network /run/systemd/netif 2>/dev/null || true
+mount --bind "$1" "$2"
+exec env SYSTEMD_LOG_TARGET=console SYSTEMD_LOG_LEVEL=info SYSTEMD_LOG_COLOR=0 \
+    DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent "$3"
+"""
+
+
+def owned(backend, name, prefix):
+    if backend == "networkd":
+        return name.startswith(prefix) and name.endswith((".netdev", ".network"))
+    if backend == "netplan":
+        return name == prefix + ".yaml"
+    return name.startswith(prefix) and name.endswith(".nmconnection")
+
+
+def read_owned(backend, directory, prefix):
+    files = {}
+    if not os.path.isdir(directory):
+        return files
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if os.path.isfile(path) and owned(backend, name, prefix):
+            with open(path, "rb") as handle:
+                files[name] = to_text(handle.read(), errors="surrogate_or_strict")
+    return files
+
+
+def stage_directory(directory, changes, target):
+    """Copy of directory as it will be after the changes, for the validators."""
+    if os.path.isdir(directory):
+        shutil.copytree(directory, target, symlinks=True, dirs_exist_ok=True)
+    else:
+        os.makedirs(target)
+    for change in changes:
+        path = os.path.join(target, change["name"])
+        if change["after"] is None:
+            os.unlink(path)
+        else:
+            with open(path, "w") as handle:
+                handle.write(change["after"])
+            os.chmod(path, 0o600)
+
+
+def run_until(argv, marker, timeout):
+    """Run argv, collect its output until a line contains marker or timeout passes, then stop it."""
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    output = []
+    deadline = time.monotonic() + timeout
+    buffer = b""
+    try:
+        while time.monotonic() < deadline:
+            ready, dummy, dummy = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            chunk = os.read(process.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            buffer += chunk
+            if marker.encode() in buffer:
+                break
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            rest = process.communicate(timeout=5)[0] or b""
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            rest = process.communicate()[0] or b""
+        output.append(to_text(buffer + rest, errors="surrogate_or_strict"))
+    return process.returncode, "".join(output)
+
+
+class Validator:
+    def __init__(self, module, backend, directory, desired):
+        self.module = module
+        self.backend = backend
+        self.directory = directory
+        self.desired = desired
+        self.result = {"tool": None, "ran": False, "warnings": [], "output": ""}
+
+    def unavailable(self, why):
+        """The tool is missing: an error, except in check mode before the role has installed it."""
+        if self.module.check_mode:
+            self.result["warnings"].append("%s; not validated by the tool in check mode" % why)
+            return []
+        return ["%s; install it or set validate=false to rely on this module's own checks only" % why]
+
+    def run(self, changes):
+        if self.backend == "networkd":
+            return self.networkd(changes)
+        if self.backend == "netplan":
+            return self.netplan(changes)
+        return self.networkmanager(changes)
+
+    def netplan(self, changes):
+        self.result["tool"] = "netplan generate --root-dir"
+        netplan = self.module.get_bin_path("netplan")
+        if not netplan:
+            return self.unavailable("netplan is not installed")
+        root = tempfile.mkdtemp(prefix="gpufabric-netplan-")
+        try:
+            stage_directory(self.directory, changes, os.path.join(root, self.directory.lstrip("/")))
+            rc, out, err = self.module.run_command([netplan, "generate", "--root-dir", root])
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        self.result.update(ran=True, output=(out + err).strip())
+        if rc != 0:
+            return ["netplan generate rejected the configuration: %s" % (err or out).strip()]
+        return []
+
+    def networkd(self, changes):
+        self.result["tool"] = "systemd-networkd (isolated namespace)"
+        binary = next((path for path in NETWORKD_BINARIES if os.path.exists(path)), None)
+        unshare = self.module.get_bin_path("unshare")
+        if not binary or not unshare:
+            return self.unavailable("systemd-networkd or unshare is not available")
+        stage = tempfile.mkdtemp(prefix="gpufabric-networkd-")
+        try:
+            stage_directory(self.directory, changes, os.path.join(stage, "network"))
+            rc, output = run_until([unshare, "--mount", "--net", "/bin/sh", "-c", _NETWORKD_SANDBOX, "sandbox",
+                                    os.path.join(stage, "network"), self.directory, binary],
+                                   "Enumeration completed", 20)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+        self.result.update(ran=True, output=output.strip())
+        if "Enumeration completed" not in output:
+            return ["systemd-networkd could not be run in an isolated namespace to validate the files (it needs "
+                    "root with CAP_SYS_ADMIN for unshare); its output: %s" % output.strip()[-600:]]
+        ours = bc.networkd_file_problems(output, self.desired, self.directory)
+        others = [line for line in bc.networkd_file_problems(output, os.listdir(self.directory)
+                                                              if os.path.isdir(self.directory) else [],
+                                                              self.directory) if line not in ours]
+        self.result["warnings"].extend("systemd-networkd, file not managed by this module: %s" % line
+                                       for line in others)
+        return ["systemd-networkd would ignore a setting: %s" % line for line in ours]
+
+    def networkmanager(self, changes):
+        self.result["tool"] = "nmcli --offline connection modify"
+        nmcli = self.module.get_bin_path("nmcli")
+        if not nmcli:
+            return self.unavailable("nmcli is not installed")
+        problems = []
+        outputs = []
+        for change in changes:
+            if change["after"] is None:
+                continue
+            profile_id = change["name"][:-len(".nmconnection")]
+            # Setting the id to its own value makes nmcli read, normalise and print the keyfile, offline.
+            rc, out, err = self.module.run_command([nmcli, "--offline", "connection", "modify", "connection.id",
+                                                    profile_id], data=change["after"], binary_data=True)
+            outputs.append("%s: rc=%d %s" % (change["name"], rc, err.strip()))
+            if rc != 0 and "offline" in err.lower() and "unknown" in err.lower():
+                return self.unavailable("nmcli is older than 1.42 and has no --offline mode")
+            if rc != 0:
+                problems.append("nmcli rejected %s: %s" % (change["name"], (err or out).strip()))
+                continue
+            problems.extend("%s: %s" % (change["name"], problem)
+                            for problem in bc.keyfile_dropped_settings(change["after"], out))
+        self.result.update(ran=True, output="\n".join(outputs))
+        return problems
+
+
+def systemctl(module, *args):
+    return module.run_command(["systemctl"] + list(args))
+
+
+class Transaction:
+    def __init__(self, module, backend, directory, changes, mode):
+        self.module = module
+        self.backend = backend
+        self.directory = directory
+        self.changes = changes
+        self.mode = mode
+        self.path = os.path.join(module.params["state_dir"], "current")
+        self.installed = []
+
+    def write_state(self):
+        state_dir = self.module.params["state_dir"]
+        os.makedirs(state_dir, mode=0o700, exist_ok=True)
+        previous = os.path.join(state_dir, "previous")
+        if os.path.isdir(self.path):
+            shutil.rmtree(previous, ignore_errors=True)
+            os.rename(self.path, previous)
+        os.makedirs(os.path.join(self.path, "files"), mode=0o700)
+        self.put("backend", self.backend + "\n")
+        self.put("config_dir", self.directory + "\n")
+        manifest = bc.manifest_text(self.changes, self.directory)
+        for line, change in zip(manifest.splitlines(), self.changes):
+            backup = line.split("\t")[2]
+            if backup != "-":
+                shutil.copy2(os.path.join(self.directory, change["name"]), os.path.join(self.path, "files", backup))
+        if self.backend == "networkd":
+            apply, revert = bc.networkd_netdevs_to_delete(self.changes)
+            self.put("apply.delete", "".join(name + "\n" for name in apply))
+            self.put("revert.delete", "".join(name + "\n" for name in revert))
+        if self.backend == "networkmanager":
+            apply, revert = bc.networkmanager_profiles_to_activate(self.changes)
+            self.put("apply.up", "".join(name + "\n" for name in apply))
+            self.put("revert.up", "".join(name + "\n" for name in revert))
+        # The manifest last: the helper treats a transaction without one as empty.
+        self.put(bc.MANIFEST, manifest)
+
+    def put(self, name, text):
+        with open(os.path.join(self.path, name), "w") as handle:
+            handle.write(text)
+
+    def install(self):
+        os.makedirs(self.directory, mode=0o755, exist_ok=True)
+        for change in self.changes:
+            path = os.path.join(self.directory, change["name"])
+            if change["after"] is None:
+                os.unlink(path)
+            else:
+                handle, temp = tempfile.mkstemp(dir=self.directory, prefix=".gpufabric-")
+                with os.fdopen(handle, "w") as stream:
+                    stream.write(change["after"])
+                os.chmod(temp, self.mode)
+                self.module.atomic_move(temp, path)
+                os.chmod(path, self.mode)
+            self.installed.append(change)
+
+    def undo_files(self):
+        """Put back the files already touched, when the install itself fails half-way."""
+        for change in reversed(self.installed):
+            path = os.path.join(self.directory, change["name"])
+            if change["before"] is None:
+                if os.path.exists(path):
+                    os.unlink(path)
+            else:
+                with open(path, "w") as handle:
+                    handle.write(change["before"])
+
+
+def arm_rollback(module, transaction):
+    helper, timeout = module.params["helper"], module.params["rollback_timeout"]
+    for unit in (ROLLBACK_UNIT + ".timer", ROLLBACK_UNIT + ".service", APPLY_UNIT + ".service"):
+        systemctl(module, "reset-failed", unit)
+    rc, out, err = module.run_command([
+        "systemd-run", "--unit", ROLLBACK_UNIT, "--on-active=%ds" % timeout, "--timer-property=AccuracySec=1s",
+        "--description", "gpufabric.core.bonding: restore the previous network configuration unless confirmed",
+        helper, "rollback", transaction.path])
+    if rc != 0:
+        return "could not arm the rollback timer (systemd-run): %s" % (err or out).strip()
+    return None
+
+
+def start_activation(module, transaction):
+    rc, out, err = module.run_command([
+        "systemd-run", "--unit", APPLY_UNIT, "--no-block", "--collect",
+        "--description", "gpufabric.core.bonding: activate the new network configuration",
+        module.params["helper"], "apply", transaction.path])
+    if rc != 0:
+        return "could not start the activation (systemd-run): %s" % (err or out).strip()
+    return None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            backend=dict(type="str", required=True, choices=list(bc.BACKENDS)),
+            bonds=dict(type="list", elements="dict", default=[]),
+            vlans=dict(type="list", elements="dict", default=[]),
+            ethernets=dict(type="list", elements="dict", default=[]),
+            bond_defaults=dict(type="dict", default={}),
+            variable_prefix=dict(type="str", default="bonding"),
+            config_dir=dict(type="path"),
+            file_prefix=dict(type="str"),
+            netplan_renderer=dict(type="str", default=""),
+            validate=dict(type="bool", default=True),
+            activate=dict(type="bool", default=True),
+            rollback_timeout=dict(type="int", default=180),
+            state_dir=dict(type="path", default="/var/lib/gpufabric/bonding"),
+            helper=dict(type="path", default="/usr/local/libexec/gpufabric-bonding-activate"),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    backend = params["backend"]
+    defaults = BACKEND_DEFAULTS[backend]
+    directory = params["config_dir"] or defaults["config_dir"]
+    prefix = params["file_prefix"] or defaults["file_prefix"]
+    result = dict(changed=False, files=[], changes=[], checksums_before={}, config={}, transaction="",
+                  rollback_armed=False, rollback_deadline=0, activation_started=False,
+                  validation={"tool": None, "ran": False, "warnings": [], "output": ""})
+
+    if params["rollback_timeout"] < 30:
+        module.fail_json(msg="rollback_timeout is %d s; it must be at least 30 s so that the controller can "
+                             "reconnect and confirm before the host reverts" % params["rollback_timeout"], **result)
+    try:
+        config = bc.normalize(params["bonds"], params["vlans"], params["ethernets"], params["bond_defaults"],
+                              prefix=params["variable_prefix"])
+        if backend == "networkd":
+            desired = bc.render_networkd(config, file_prefix=prefix)
+        elif backend == "netplan":
+            desired = bc.render_netplan(config, file_name=prefix + ".yaml", renderer=params["netplan_renderer"])
+        else:
+            desired = bc.render_networkmanager(config, profile_prefix=prefix)
+    except bc.BondingConfigError as error:
+        module.fail_json(msg=str(error), problems=error.problems, **result)
+    result["config"] = config
+    result["files"] = [os.path.join(directory, name) for name in sorted(desired)]
+
+    if params["activate"] and not module.check_mode:
+        rc, out, dummy = systemctl(module, "is-active", ROLLBACK_UNIT + ".timer")
+        if out.strip() == "active":
+            rc, out, dummy = systemctl(module, "show", "-p", "NextElapseUSecRealtime", ROLLBACK_UNIT + ".timer")
+            module.fail_json(msg="A previous bonding change on this host is still waiting for confirmation and "
+                                 "will be reverted by %s.timer (%s). Wait until it has fired (systemctl list-timers "
+                                 "%s.timer), then run again." % (ROLLBACK_UNIT, out.strip(), ROLLBACK_UNIT), **result)
+
+    current = read_owned(backend, directory, prefix)
+    changes = bc.plan_changes(current, desired)
+    result["changes"] = [{"action": c["action"], "path": os.path.join(directory, c["name"])} for c in changes]
+    result["checksums_before"] = {os.path.join(directory, c["name"]): bc.sha1(c["before"]) for c in changes}
+    if module._diff:
+        result["diff"] = bc.diff_entries(changes, directory)
+    if not changes:
+        module.exit_json(**result)
+    result["changed"] = True
+
+    if params["validate"]:
+        validator = Validator(module, backend, directory, list(desired))
+        problems = validator.run(changes)
+        result["validation"] = validator.result
+        for warning in validator.result["warnings"]:
+            module.warn(warning)
+        if problems:
+            result["changed"] = False
+            module.fail_json(msg="The rendered %s configuration did not pass validation; nothing was changed:\n- %s"
+                                 % (backend, "\n- ".join(problems)), problems=problems, **result)
+    if module.check_mode:
+        module.exit_json(**result)
+
+    transaction = Transaction(module, backend, directory, changes, defaults["mode"])
+    transaction.write_state()
+    result["transaction"] = transaction.path
+    if params["activate"]:
+        error = arm_rollback(module, transaction)
+        if error:
+            module.fail_json(msg=error + "; nothing was changed", **result)
+        result["rollback_armed"] = True
+        result["rollback_deadline"] = int(time.time()) + params["rollback_timeout"]
+    try:
+        transaction.install()
+    except (IOError, OSError) as error:
+        transaction.undo_files()
+        if result["rollback_armed"]:
+            systemctl(module, "stop", ROLLBACK_UNIT + ".timer")
+        module.fail_json(msg="Writing %s failed (%s); the files already written were restored and nothing was "
+                             "activated" % (directory, to_text(error)), **result)
+    if params["activate"]:
+        error = start_activation(module, transaction)
+        if error:
+            # Nothing was activated: put the files back now instead of waiting for the timer.
+            rc, out, err = module.run_command([params["helper"], "rollback", transaction.path])
+            module.fail_json(msg="%s; the previous files were restored (helper exit status %d) and nothing was "
+                                 "activated" % (error, rc), **result)
+        result["activation_started"] = True
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

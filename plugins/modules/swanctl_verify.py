@@ -1,0 +1,282 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: swanctl_verify
+short_description: Check that the expected strongSwan IKE and CHILD SAs are established, naming each failing peer
+version_added: 0.1.0
+description:
+  - Reads C(swanctl --list-sas) and compares it with the SAs this host should have, one per peer.
+  - With O(enforce=true), initiates the missing SAs of the pairs this host initiates (C(swanctl --initiate)) and
+    terminates SAs with peers that must be refused (revoked), then waits up to O(timeout) seconds for the peers that
+    initiate towards this host.
+  - Fails with one line per peer that is not right, including the reason strongSwan logged when this host's
+    initiation was refused (untrusted CA, revoked certificate, no proposal chosen, timeout...).
+  - The parsing is the same code as the P(gpufabric.core.swanctl_sas#filter) filter.
+author:
+  - gpufabric.core maintainers
+requirements:
+  - strongSwan with swanctl and a running charon (charon-systemd) on the host.
+attributes:
+  check_mode:
+    description: In check mode nothing is initiated or terminated; the report shows what would be.
+    support: full
+  diff_mode:
+    description: Nothing is written, so there is no diff.
+    support: none
+options:
+  expected:
+    description:
+      - The SAs this host must (or must not) have, one entry per peer.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      peer:
+        description: Name of the peer, as people know it (inventory name).
+        type: str
+        required: true
+      ike:
+        description: swanctl connection (IKE SA) name.
+        type: str
+        required: true
+      child:
+        description: CHILD SA name.
+        type: str
+        required: true
+      remote_host:
+        description: IKE address of the peer; an SA with another address does not count.
+        type: str
+      initiator:
+        description: Whether this host initiates the pair (and so may start it when it is missing).
+        type: bool
+        default: false
+      absent:
+        description: The peer must have no SA (its certificate is revoked).
+        type: bool
+        default: false
+  esp_proposals:
+    description:
+      - The configured ESP proposals; a CHILD SA using another encryption algorithm is reported.
+      - Proposals whose encryption keyword this module does not know are not checked (a warning says so).
+    type: list
+    elements: str
+    default: []
+  enforce:
+    description:
+      - Initiate missing SAs this host initiates and terminate SAs with peers marked O(expected[].absent).
+    type: bool
+    default: true
+  timeout:
+    description: Seconds to wait for all expected SAs (each initiation uses the same limit).
+    type: int
+    default: 30
+  fail_on_problems:
+    description: Fail when any peer is not as expected; otherwise only report.
+    type: bool
+    default: true
+"""
+
+EXAMPLES = r"""
+- name: Verify the IPsec mesh of this host
+  gpufabric.core.swanctl_verify:
+    expected:
+      - peer: node2
+        ike: gf-node2
+        child: gf-node2
+        remote_host: 10.0.0.2
+        initiator: true
+      - peer: node3
+        ike: gf-node3
+        child: gf-node3
+        remote_host: 10.0.0.3
+    esp_proposals: [aes256gcm16-ecp384]
+    timeout: 30
+
+- name: Only report, never initiate
+  gpufabric.core.swanctl_verify:
+    expected: "{{ mesh.expected }}"
+    enforce: false
+    fail_on_problems: false
+  register: ipsec_status
+"""
+
+RETURN = r"""
+peers:
+  description: One entry per expected peer.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - peer: node2
+      ike: gf-node2
+      child: gf-node2
+      ok: true
+      problem: null
+      ike_state: ESTABLISHED
+      child_state: INSTALLED
+      encryption: AES_GCM_16-256
+      packets_in: 3
+      packets_out: 3
+      reasons: []
+    - peer: node3
+      ike: gf-node3
+      child: gf-node3
+      ok: false
+      problem: no IKE SA with peer node3 (connection gf-node3)
+      ike_state: null
+      child_state: null
+      encryption: null
+      packets_in: null
+      packets_out: null
+      reasons:
+        - no issuer certificate found for "CN=node3"
+        - issuer is "CN=other CA"
+        - "initiate failed: establishing CHILD_SA 'gf-node3' failed"
+problems:
+  description: One line per peer that is not as expected.
+  returned: always
+  type: list
+  elements: str
+  sample: ["peer node3: no IKE SA with peer node3 (connection gf-node3); strongSwan said: issuer is \"CN=other CA\""]
+initiated:
+  description: CHILD SAs this run initiated.
+  returned: always
+  type: list
+  elements: str
+  sample: [gf-node2]
+terminated:
+  description: IKE SAs this run terminated because their peer must be refused.
+  returned: always
+  type: list
+  elements: str
+  sample: []
+sas:
+  description: The IKE SAs as parsed from the last C(swanctl --list-sas).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - name: gf-node2
+      state: ESTABLISHED
+      initiator: true
+      local: {id: node1, host: 10.0.0.1, port: 4500}
+      remote: {id: node2, host: 10.0.0.2, port: 4500}
+      algorithms: [AES_GCM_16-256, PRF_HMAC_SHA2_384, ECP_384]
+      children:
+        - name: gf-node2
+          state: INSTALLED
+          encryption: AES_GCM_16-256
+          local_ts: [10.77.0.1/32]
+          remote_ts: [10.77.0.2/32]
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import (
+    encryption_names,
+    evaluate_sas,
+    parse_list_sas,
+    summarize_initiate,
+)
+
+_POLL_SECONDS = 1
+
+
+def _list_sas(module, swanctl):
+    rc, out, err = module.run_command([swanctl, "--list-sas", "--noblock"])
+    if rc != 0:
+        module.fail_json(msg="`swanctl --list-sas` failed (rc=%d): %s. Is strongswan.service (charon-systemd) "
+                             "running?" % (rc, (err or out).strip()))
+    try:
+        return parse_list_sas(out)
+    except ParseError as exc:
+        module.fail_json(msg=str(exc), stdout=out)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            expected=dict(type="list", elements="dict", required=True, options=dict(
+                peer=dict(type="str", required=True),
+                ike=dict(type="str", required=True),
+                child=dict(type="str", required=True),
+                remote_host=dict(type="str"),
+                initiator=dict(type="bool", default=False),
+                absent=dict(type="bool", default=False),
+            )),
+            esp_proposals=dict(type="list", elements="str", default=[]),
+            enforce=dict(type="bool", default=True),
+            timeout=dict(type="int", default=30),
+            fail_on_problems=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    if params["timeout"] < 1:
+        module.fail_json(msg="timeout must be at least 1 second, got %d" % params["timeout"])
+    swanctl = module.get_bin_path("swanctl", required=True)
+    encryption = encryption_names(params["esp_proposals"])
+    if params["esp_proposals"] and not encryption:
+        module.warn("none of the ESP proposals %s has an encryption keyword this module knows; the negotiated "
+                    "algorithm is not checked" % params["esp_proposals"])
+    acting = params["enforce"] and not module.check_mode
+
+    sas = _list_sas(module, swanctl)
+    results = evaluate_sas(sas, params["expected"], encryption)
+    wanted = {w["peer"]: w for w in params["expected"]}
+    reasons = {}
+    initiated = []
+    terminated = []
+    for result in results:
+        want = wanted[result["peer"]]
+        if result["ok"] or not acting:
+            continue
+        if want["absent"]:
+            rc, out, err = module.run_command([swanctl, "--terminate", "--ike", want["ike"], "--force",
+                                               "--timeout", str(params["timeout"])])
+            terminated.append(want["ike"])
+        elif want["initiator"] and result["ike_state"] in (None, "ESTABLISHED"):
+            # Initiating while an IKE SA is CONNECTING would race strongSwan's own retransmissions.
+            rc, out, err = module.run_command([swanctl, "--initiate", "--child", want["child"],
+                                               "--timeout", str(params["timeout"])])
+            initiated.append(want["child"])
+            if rc != 0:
+                reasons[result["peer"]] = summarize_initiate((out or "") + "\n" + (err or ""))
+
+    deadline = time.monotonic() + params["timeout"]
+    while acting and any(not r["ok"] for r in results) and time.monotonic() < deadline:
+        # Responders wait here for the peers that initiate towards them.
+        time.sleep(_POLL_SECONDS)
+        sas = _list_sas(module, swanctl)
+        results = evaluate_sas(sas, params["expected"], encryption)
+
+    problems = []
+    for result in results:
+        result["reasons"] = reasons.get(result["peer"], []) if not result["ok"] else []
+        if result["ok"]:
+            continue
+        line = "peer %s: %s" % (result["peer"], result["problem"])
+        if result["reasons"]:
+            line += "; strongSwan said: " + "; ".join(result["reasons"])
+        elif not wanted[result["peer"]]["initiator"] and not wanted[result["peer"]]["absent"]:
+            line += " (%s initiates this pair: its own report says why)" % result["peer"]
+        problems.append(line)
+
+    report = dict(changed=bool(initiated or terminated), peers=results, problems=problems, initiated=initiated,
+                  terminated=terminated, sas=sas)
+    if problems and params["fail_on_problems"]:
+        module.fail_json(msg="IPsec SAs are not as expected: " + " | ".join(problems), **report)
+    module.exit_json(**report)
+
+
+if __name__ == "__main__":
+    main()

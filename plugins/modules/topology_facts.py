@@ -1,0 +1,242 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: topology_facts
+short_description: Discover a GPU server's GPU, RDMA, network, bond and LLDP topology
+version_added: 0.1.0
+description:
+  - Returns C(ansible_facts.gpufabric_topology), the collection's single description of a host's hardware
+    (schema version 1, documented in C(docs/topology.md)). It holds GPUs with their PCI bus id, NUMA node, NVLink
+    peers and nearest NICs; RDMA devices with ports, state, link layer (InfiniBand or Ethernet for RoCE),
+    rate, netdev, RoCE v2 GID index, NUMA node and PCI address; network interfaces with speed, MTU, driver
+    and bond membership; bonds parsed from C(/proc/net/bonding); LLDP neighbours; rails (GPU i and its
+    nearest RDMA NIC, with the switch port LLDP sees behind it); and C(findings), sentences with a
+    severity for what looks wrong on the host.
+  - Sources are C(nvidia-smi topo -m), C(nvidia-smi --query-gpu), C(ibstat), C(ibv_devinfo -v),
+    C(lldpctl -f json), C(/proc/net/bonding/*) and sysfs (C(/sys/class/infiniband), C(/sys/class/net),
+    PCI NUMA nodes). Each is optional. A host without GPUs, RDMA devices or lldpd gets facts that say so,
+    with the reason (command not found, no device, daemon not running), never a failure; output that
+    cannot be parsed is reported as a finding of severity C(error).
+  - O(capture) writes every raw source the module read into a directory; O(snapshot) reads such a directory
+    instead of the live host, so a support engineer can analyse a host offline with the same code.
+options:
+  capture:
+    description:
+      - Directory on the managed host into which the raw sources are written, created if needed.
+      - "Layout: C(nvidia-smi-topo-m.txt), C(nvidia-smi-query-gpu.csv), C(ibstat.txt), C(ibv_devinfo.txt),
+        C(lldpctl.json), C(proc/net/bonding/<bond>), C(sys/<path>) for every sysfs file read, and
+        C(reasons.json) explaining the sources that were not available."
+      - Files are replaced atomically and only when their content differs; the module reports C(changed)
+        when it wrote a file. LLDP ages and link counters move, so a later capture usually changes.
+      - Mutually exclusive with O(snapshot).
+    type: path
+  snapshot:
+    description:
+      - Directory in the O(capture) layout to read instead of the live host. Files absent from it give
+        facts with the reason C(the snapshot has no <file>).
+      - The facts' C(source) is then C(snapshot:<path>).
+    type: path
+  timeout:
+    description:
+      - Seconds each discovery command may run before it is abandoned (through coreutils C(timeout)); a
+        wedged GPU driver can otherwise hang C(nvidia-smi) indefinitely.
+    type: int
+    default: 30
+  sys_root:
+    description:
+      - Root of the sysfs tree to read for live discovery; change it only to read a copied tree.
+    type: path
+    default: /sys
+  proc_root:
+    description:
+      - Root of the proc tree to read C(net/bonding) from for live discovery.
+    type: path
+    default: /proc
+notes:
+  - Run with O(capture) on a failing host and analyse the directory elsewhere with O(snapshot).
+  - The rails pair each GPU with a distinct nearest NIC when several GPUs share the same best link to
+    several NICs, as NCCL does; GPUs that must share a NIC are reported as an C(info) finding.
+seealso:
+  - name: gpufabric_topology schema
+    description: The facts' schema, C(docs/topology.md) in the collection.
+    link: https://github.com/gpufabric/gpufabric.core/blob/main/docs/topology.md
+attributes:
+  check_mode:
+    support: full
+    details: Discovery only reads. With O(capture), check mode writes nothing and reports the files that would change.
+  diff_mode:
+    support: none
+    details: The files a capture wrote are listed in RV(capture_files); their content is not diffed.
+  facts:
+    support: full
+    details: Returns C(ansible_facts.gpufabric_topology).
+author:
+  - gpufabric.core contributors
+"""
+
+EXAMPLES = r"""
+- name: Discover the topology
+  gpufabric.core.topology_facts:
+
+- name: Show which NIC and switch port serve each GPU
+  ansible.builtin.debug:
+    msg: "rail {{ item.rail }}: {{ item.gpu }} -> {{ item.device }} ({{ item.link }}) -> {{ item.switch }} {{ item.switch_port }}"
+  loop: "{{ ansible_facts.gpufabric_topology.rails }}"
+
+- name: Fail on what looks wrong
+  ansible.builtin.assert:
+    that: ansible_facts.gpufabric_topology.findings | selectattr('severity', 'equalto', 'error') | list | length == 0
+    fail_msg: "{{ ansible_facts.gpufabric_topology.findings | map(attribute='message') | list }}"
+
+- name: Capture the raw sources of a host for offline analysis
+  gpufabric.core.topology_facts:
+    capture: /var/tmp/gpufabric-topology
+
+- name: Analyse a captured host on the controller
+  gpufabric.core.topology_facts:
+    snapshot: "{{ playbook_dir }}/snapshots/gpu-node-17"
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to the host.
+  returned: always
+  type: dict
+  contains:
+    gpufabric_topology:
+      description: The host's topology, schema version 1 (C(docs/topology.md)).
+      returned: always
+      type: dict
+      contains:
+        schema_version:
+          description: Version of the schema.
+          type: int
+          sample: 1
+        source:
+          description: C(live), or C(snapshot:<path>).
+          type: str
+          sample: live
+        gpus:
+          description: C(available), C(reason) when not, and C(devices) (index, name, model, pci_bus_id,
+            numa_node, cpu_affinity, nvlink_peers, nearest_nics, nearest_link).
+          type: dict
+          sample:
+            available: true
+            reason: null
+            devices:
+              - {index: 0, name: GPU0, model: NVIDIA H100 80GB HBM3, pci_bus_id: "0000:18:00.0", numa_node: 0,
+                 cpu_affinity: "0-47,96-143", nvlink_peers: [1, 2, 3, 4, 5, 6, 7], nearest_nics: [mlx5_0],
+                 nearest_link: PIX}
+        rdma:
+          description: C(available), C(reason) when not, and C(devices) with their ports.
+          type: dict
+          sample:
+            available: false
+            reason: "no RDMA device: /sys/class/infiniband does not exist (no RDMA driver loaded)"
+            devices: []
+        interfaces:
+          description: Network interfaces (loopback excluded) with mac, speed_mbps, mtu, driver, operstate,
+            bond_master, pci_address, numa_node.
+          type: list
+          elements: dict
+          sample:
+            - {name: eth0, mac: "aa:bb:cc:dd:ee:ff", speed_mbps: 100000, mtu: 9000, driver: mlx5_core, operstate: up,
+               bond_master: bond0, pci_address: "0000:19:00.0", numa_node: 0}
+        bonds:
+          description: Each bond of C(/proc/net/bonding), as P(gpufabric.core.parse_bonding#filter) returns it.
+          type: dict
+          sample: {bond0: {mode: 802.3ad, lacp_rate: fast, healthy: true, problems: []}}
+        lldp:
+          description: C(available), C(reason) when not, and C(neighbors) as P(gpufabric.core.parse_lldp#filter) returns them.
+          type: dict
+          sample: {available: false, reason: "lldpctl not found in PATH (install and start lldpd)", neighbors: []}
+        rails:
+          description: One entry per GPU with a nearest NIC (rail, gpu, device, port, netdev, rate_gbps,
+            link_layer, state, numa_node, link, switch, switch_id, switch_port).
+          type: list
+          elements: dict
+          sample:
+            - {rail: 0, gpu: GPU0, device: mlx5_0, port: 1, netdev: ens1np0, rate_gbps: 400.0, link_layer: Ethernet,
+               state: ACTIVE, numa_node: 0, link: PIX, switch: LEAF01, switch_id: "70:06:92:6e:33:18",
+               switch_port: Ethernet184}
+        findings:
+          description: What looks wrong, each with a severity (C(info), C(warning), C(error)), a C(kind) code
+            and a sentence.
+          type: list
+          elements: dict
+          sample:
+            - {severity: error, kind: port_down, message: "mlx5_7 port 1 is DOWN (physical state Disabled)"}
+capture_files:
+  description: Files (relative to O(capture)) written, or that would be written in check mode, because their content changed.
+  returned: when O(capture) is set
+  type: list
+  elements: str
+  sample: [ibstat.txt, sys/class/net/eth0/operstate]
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufabric.core.plugins.module_utils.topology import (
+    build_topology,
+    collect_live,
+    read_snapshot,
+    write_capture,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            capture=dict(type="path"),
+            snapshot=dict(type="path"),
+            timeout=dict(type="int", default=30),
+            sys_root=dict(type="path", default="/sys"),
+            proc_root=dict(type="path", default="/proc"),
+        ),
+        mutually_exclusive=[("capture", "snapshot")],
+        supports_check_mode=True,
+    )
+    params = module.params
+    if params["timeout"] < 1:
+        module.fail_json(msg="timeout must be at least 1 second, got %d" % params["timeout"])
+
+    result = {"changed": False}
+    if params["snapshot"]:
+        try:
+            sources = read_snapshot(params["snapshot"])
+        except (OSError, ValueError) as exc:
+            module.fail_json(msg="cannot read snapshot %s: %s; give a directory written by capture"
+                             % (params["snapshot"], exc))
+        origin = "snapshot:%s" % params["snapshot"]
+    else:
+        def run(argv):
+            # LC_ALL=C: the parsers read the tools' English output.
+            return module.run_command(argv, environ_update={"LC_ALL": "C", "LANG": "C"})
+
+        sources = collect_live(run, lambda name: module.get_bin_path(name), sys_root=params["sys_root"],
+                               proc_root=params["proc_root"], timeout=params["timeout"])
+        origin = "live"
+
+    if params["capture"]:
+        if os.path.exists(params["capture"]) and not os.path.isdir(params["capture"]):
+            module.fail_json(msg="capture path %s exists and is not a directory" % params["capture"])
+        try:
+            changed_files = write_capture(params["capture"], sources, check_mode=module.check_mode)
+        except (OSError, ValueError) as exc:
+            module.fail_json(msg="cannot write the capture into %s: %s" % (params["capture"], exc))
+        result["capture_files"] = changed_files
+        result["changed"] = bool(changed_files)
+
+    result["ansible_facts"] = {"gpufabric_topology": build_topology(sources, source=origin)}
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

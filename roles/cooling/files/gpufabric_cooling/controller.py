@@ -1,0 +1,390 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The control loop: read sensors, map zones through their curves, write fan duties, watch the coolant.
+
+Fail-safe rules, in order of precedence:
+  * a sensor that cannot be read, or whose last good reading is older than stale_after, puts every
+    fan group fed by its zone at 100 % and logs which sensor and why;
+  * a duty that cannot be written puts the group in fail-safe: 100 % is tried, then the BMC's own
+    control (hand-back); the error from the BMC is logged, the service keeps running and retries;
+  * stopping (SIGTERM, or ExecStopPost after a crash) applies on_stop: 100 % ("full") or hand-back
+    to the BMC ("bmc", falling back to 100 % when hand-back fails).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import time
+
+from .backends import BackendError, Sensors, build_fan
+from .cooling_curve import FULL_DUTY, GroupOutput, ZoneController
+from .cooling_sensors import (
+    parse_redfish_coolant_connector,
+    parse_redfish_cooling_unit,
+    parse_redfish_leak_detection,
+    parse_redfish_leak_detector,
+    parse_redfish_pump,
+)
+from .parse_common import ParseError
+
+LOG = logging.getLogger("gpufabric-cooling")
+
+
+def sd_notify(message):
+    """Tell systemd (Type=notify, WatchdogSec) how we are; a no-op outside systemd."""
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+            sock.sendto(message.encode(), address)
+    except OSError as exc:
+        LOG.warning("cannot notify systemd: %s", exc)
+
+
+def _label(value):
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+
+
+def _atomic_write(path, text, mode=0o644):
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    temporary = os.path.join(directory, ".%s.tmp" % os.path.basename(path))
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(temporary, mode)
+    os.replace(temporary, path)
+
+
+class Controller:
+    def __init__(self, config, clock=time.monotonic):
+        self.config = config
+        self.clock = clock
+        self.interval = float(config["interval"])
+        self.stale_after = float(config["stale_after"])
+        self.sensors = Sensors(config)
+        self.zones = {
+            name: ZoneController(zone["curve"], zone.get("min_duty", 0), zone.get("hysteresis", 0))
+            for name, zone in config["zones"].items()
+        }
+        self.outputs = {
+            name: GroupOutput(group.get("max_step_up", 100), group.get("max_step_down", 100), group.get("min_duty", 0))
+            for name, group in config["fan_groups"].items()
+        }
+        self.state_dir = config.get("state_dir", "/var/lib/gpufabric-cooling")
+        self.saved_modes = self._load_saved_modes()
+        self.fans = {}
+        self.last_good = {}
+        self.last_reasons = {}
+        self.liquid_alarms = {}
+        self.snapshot = {}
+
+    # -- persistence of the firmware's own fan modes, so a later stop can hand them back -----------
+    def _modes_path(self):
+        return os.path.join(self.state_dir, "saved-fan-modes.json")
+
+    def _load_saved_modes(self):
+        try:
+            with open(self._modes_path(), encoding="utf-8") as handle:
+                return json.load(handle)
+        except (OSError, ValueError):
+            return {}
+
+    def _store_saved_modes(self):
+        try:
+            _atomic_write(self._modes_path(), json.dumps(self.saved_modes, sort_keys=True), 0o600)
+        except OSError as exc:
+            LOG.warning("cannot save the fans' firmware modes to %s: %s", self._modes_path(), exc)
+
+    def fan(self, name):
+        if name not in self.fans:
+            self.fans[name] = build_fan(self.config["fan_groups"][name], self.config, self.sensors, self.saved_modes)
+        return self.fans[name]
+
+    # -- one control cycle --------------------------------------------------------------------------
+    def read_zones(self):
+        """Return {zone: (temperature or None, [readings], reason or None)}."""
+        wanted = sorted({(s["backend"], s["selector"]) for zone in self.config["zones"].values() for s in zone["sensors"]})
+        started = self.clock()
+        results = self.sensors.read(wanted)
+        now = self.clock()
+        for key, value in results.items():
+            if not isinstance(value, BackendError):
+                # Stamp with the start of the read: a BMC that took long to answer gave old data.
+                self.last_good[key] = (value, started)
+        zones = {}
+        for name, zone in self.config["zones"].items():
+            values, readings, reason = [], [], None
+            for sensor in zone["sensors"]:
+                key = (sensor["backend"], sensor["selector"])
+                result = results[key]
+                if isinstance(result, BackendError):
+                    reason = reason or "sensor %s:%s unreadable: %s" % (key[0], key[1], result)
+                    readings.append({"backend": key[0], "sensor": key[1], "value": None, "ok": False})
+                    continue
+                age = now - self.last_good[key][1]
+                if age > self.stale_after:
+                    reason = reason or "sensor %s:%s data is %.1f s old (stale_after %.1f s)" % (key[0], key[1], age, self.stale_after)
+                values.append(result)
+                readings.append({"backend": key[0], "sensor": key[1], "value": result, "ok": age <= self.stale_after})
+            temperature = None
+            if values:
+                temperature = max(values) if zone.get("aggregate", "max") == "max" else sum(values) / len(values)
+            zones[name] = (temperature, readings, reason)
+        return zones
+
+    def cycle(self):
+        zones = self.read_zones()
+        zone_duties = {}
+        for name, (temperature, _, reason) in zones.items():
+            zone_duties[name] = FULL_DUTY if reason or temperature is None else self.zones[name].duty(temperature)
+        groups = {}
+        for name, group in self.config["fan_groups"].items():
+            reasons = [zones[zone][2] for zone in group["zones"] if zones[zone][2]]
+            target = max(zone_duties[zone] for zone in group["zones"])
+            failsafe = bool(reasons)
+            duty = self.outputs[name].step(target, failsafe)
+            try:
+                self.fan(name).write(duty)
+                written = True
+            except BackendError as exc:
+                reasons.append("writing %.0f %% to fan group %s failed: %s" % (duty, name, exc))
+                written = False
+                self._fail_safe_write(name)
+                failsafe = True
+            self._log_transition(name, reasons)
+            groups[name] = {"duty": FULL_DUTY if failsafe else duty, "target": target, "failsafe": failsafe,
+                            "written": written, "reasons": reasons}
+        self._store_saved_modes()
+        liquid = self.check_liquid() if self.config.get("liquid") else {}
+        self.snapshot = {"time": time.time(), "zones": {n: {"temperature": z[0], "readings": z[1], "reason": z[2],
+                                                            "duty": zone_duties[n]} for n, z in zones.items()},
+                         "groups": groups, "liquid": liquid}
+        self.write_metrics()
+        self.write_state()
+        return self.snapshot
+
+    def _fail_safe_write(self, name):
+        """After a failed write: try full duty, then the BMC's own control. Log what each answered."""
+        try:
+            fan = self.fan(name)
+        except BackendError as exc:
+            LOG.error("fan group %s: cannot reach its fan backend for fail-safe: %s", name, exc)
+            return
+        try:
+            fan.write(FULL_DUTY)
+            LOG.warning("fan group %s: fail-safe 100 %% written", name)
+            return
+        except BackendError as exc:
+            LOG.error("fan group %s: fail-safe 100 %% refused: %s", name, exc)
+        try:
+            fan.handback()
+            LOG.warning("fan group %s: control handed back to the BMC", name)
+        except BackendError as exc:
+            LOG.error("fan group %s: hand-back to the BMC refused too: %s; the BMC's own policy stays in charge", name, exc)
+
+    def _log_transition(self, name, reasons):
+        previous = self.last_reasons.get(name)
+        if reasons and reasons != previous:
+            LOG.error("fan group %s: FAIL-SAFE 100 %%: %s", name, "; ".join(reasons))
+        elif not reasons and previous:
+            LOG.warning("fan group %s: sensors readable again, leaving fail-safe", name)
+        self.last_reasons[name] = reasons
+
+    # -- stop path ---------------------------------------------------------------------------------
+    def stop_action(self, why):
+        """Apply on_stop to every fan group: full duty, or hand back to the BMC (full duty if refused)."""
+        on_stop = self.config.get("on_stop", "full")
+        for name in self.config["fan_groups"]:
+            try:
+                fan = self.fan(name)
+                if on_stop == "bmc":
+                    try:
+                        fan.handback()
+                        LOG.warning("%s: fan group %s handed back to the BMC", why, name)
+                        continue
+                    except BackendError as exc:
+                        LOG.error("%s: fan group %s hand-back failed (%s); writing 100 %% instead", why, name, exc)
+                fan.write(FULL_DUTY)
+                LOG.warning("%s: fan group %s set to 100 %%", why, name)
+            except BackendError as exc:
+                LOG.error("%s: fan group %s could not be made safe: %s", why, name, exc)
+
+    # -- liquid cooling ----------------------------------------------------------------------------
+    def _liquid_events(self, redfish, cdu, limits):
+        """Return (readings, [(kind, sentence)]) for one CDU."""
+        base = "/redfish/v1/ThermalEquipment/CDUs/%s" % cdu
+        unit = parse_redfish_cooling_unit(redfish.get(base))
+        events, readings = [], {"health": unit["health"], "connectors": [], "pumps": [], "leaks": []}
+        if unit["health"] in ("Warning", "Critical"):
+            events.append(("coolant", "CDU %s health %s" % (cdu, unit["health"])))
+        connector_uris = []
+        for collection in (unit["primary_connectors"], unit["secondary_connectors"]):
+            if collection:
+                connector_uris.extend(redfish.members(collection))
+        for uri in connector_uris:
+            connector = parse_redfish_coolant_connector(redfish.get(uri))
+            readings["connectors"].append(connector)
+            checks = (("supply_temp", "supply_temp_max", "supply temperature %.1f C above %.1f C", 1),
+                      ("return_temp", "return_temp_max", "return temperature %.1f C above %.1f C", 1),
+                      ("delta_temp", "delta_temp_max", "delta temperature %.1f C above %.1f C", 1),
+                      ("flow_lpm", "flow_min_lpm", "flow %.1f L/min below %.1f L/min", -1))
+            for key, limit_key, sentence, sign in checks:
+                if limit_key in limits and connector[key] is not None and sign * (connector[key] - float(limits[limit_key])) > 0:
+                    events.append(("coolant", "CDU %s %s: %s" % (cdu, connector["name"], sentence % (connector[key], float(limits[limit_key])))))
+        if unit["pumps"]:
+            for uri in redfish.members(unit["pumps"]):
+                pump = parse_redfish_pump(redfish.get(uri))
+                readings["pumps"].append(pump)
+                if limits.get("pumps_required", True) and (pump["state"] not in (None, "Enabled") or pump["health"] in ("Warning", "Critical")):
+                    events.append(("coolant", "CDU %s pump %s is %s/%s" % (cdu, pump["name"], pump["state"], pump["health"])))
+        if unit["leak_detection"]:
+            events.extend(self._leak_events(redfish, unit["leak_detection"], "CDU %s" % cdu, readings["leaks"]))
+        return readings, events
+
+    def _leak_events(self, redfish, uri, where, sink):
+        detection = parse_redfish_leak_detection(redfish.get(uri))
+        detectors = []
+        if detection["detectors_uri"]:
+            detectors = [parse_redfish_leak_detector(redfish.get(member)) for member in redfish.members(detection["detectors_uri"])]
+        else:
+            detectors = [{"name": d["name"], "detector_state": d["detector_state"]} for d in detection["detectors"]]
+        events = []
+        for detector in detectors:
+            sink.append(detector)
+            if detector["detector_state"] not in ("OK", None):
+                events.append(("leak", "%s leak detector %s DetectorState=%s" % (where, detector["name"], detector["detector_state"])))
+        return events
+
+    def check_liquid(self):
+        liquid = self.config["liquid"]
+        redfish = self.sensors.redfish
+        report = {}
+        sources = [("cdu:%s" % cdu, limits) for cdu, limits in (liquid.get("cdus") or {}).items()]
+        sources += [("leak:%s" % uri, {}) for uri in liquid.get("leak_detection_uris") or []]
+        for source, limits in sources:
+            try:
+                if redfish is None:
+                    raise BackendError("liquid cooling needs bmc.redfish")
+                if source.startswith("cdu:"):
+                    readings, events = self._liquid_events(redfish, source[4:], limits)
+                else:
+                    readings = {"leaks": []}
+                    events = self._leak_events(redfish, source[5:], source[5:], readings["leaks"])
+                readable = True
+            except (BackendError, ParseError) as exc:
+                readings, events, readable = {}, [("telemetry", "%s unreadable: %s" % (source, exc))], False
+            action = limits.get("action", "alert")
+            for kind, sentence in events:
+                key = (source, kind, sentence.split(":")[0])
+                if key not in self.liquid_alarms:
+                    self.liquid_alarms[key] = sentence
+                    self.run_action(liquid.get("leak_action", "alert") if kind == "leak" else action if kind == "coolant" else "alert", kind, sentence)
+            active = {(k[0], k[1], k[2]) for k in ((source, kind, sentence.split(":")[0]) for kind, sentence in events)}
+            for key in [k for k in self.liquid_alarms if k[0] == source and k not in active]:
+                LOG.warning("liquid cooling: cleared: %s", self.liquid_alarms.pop(key))
+            report[source] = {"readable": readable, "readings": readings, "events": [{"kind": k, "reading": s} for k, s in events]}
+        return report
+
+    def run_action(self, action, kind, sentence):
+        """Run the configured action once per new alarm, logging the reading that triggered it."""
+        liquid = self.config["liquid"]
+        LOG.critical("liquid cooling %s: %s; action %s", kind.upper(), sentence, action)
+        environment = dict(os.environ, GPUFABRIC_COOLING_EVENT=kind, GPUFABRIC_COOLING_READING=sentence, GPUFABRIC_COOLING_ACTION=action)
+        commands = []
+        if liquid.get("alert_command"):
+            commands.append(("alert", liquid["alert_command"]))
+        if action == "power_limit":
+            commands.append(("power_limit", ["nvidia-smi", "--power-limit=%d" % int(liquid["power_limit_watts"])]))
+        elif action == "shutdown":
+            commands.append(("shutdown", liquid.get("shutdown_command") or ["systemctl", "poweroff"]))
+        for label, command in commands:
+            try:
+                result = subprocess.run(command, capture_output=True, text=True, timeout=60, env=environment, check=False)
+                if result.returncode != 0:
+                    LOG.error("liquid cooling %s command %s failed (exit %d): %s", label, command[0], result.returncode,
+                              (result.stderr or result.stdout).strip()[:300])
+                else:
+                    LOG.warning("liquid cooling %s command %s done", label, command[0])
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                LOG.error("liquid cooling %s command %s could not run: %s", label, command[0], exc)
+
+    # -- outputs -----------------------------------------------------------------------------------
+    def write_metrics(self):
+        path = self.config.get("metrics_file")
+        if not path:
+            return
+        lines = [
+            "# HELP gpufabric_cooling_temperature_celsius Temperature read by the cooling controller.",
+            "# TYPE gpufabric_cooling_temperature_celsius gauge",
+        ]
+        ok_lines = ["# HELP gpufabric_cooling_sensor_ok 1 when the sensor was read and is fresh.", "# TYPE gpufabric_cooling_sensor_ok gauge"]
+        for zone, data in sorted(self.snapshot["zones"].items()):
+            for reading in data["readings"]:
+                labels = 'zone="%s",backend="%s",sensor="%s"' % (_label(zone), _label(reading["backend"]), _label(reading["sensor"]))
+                if reading["value"] is not None:
+                    lines.append("gpufabric_cooling_temperature_celsius{%s} %g" % (labels, reading["value"]))
+                ok_lines.append("gpufabric_cooling_sensor_ok{%s} %d" % (labels, 1 if reading["ok"] else 0))
+        lines += ok_lines
+        lines += ["# HELP gpufabric_cooling_zone_duty_percent Duty the zone's curve asks for.", "# TYPE gpufabric_cooling_zone_duty_percent gauge"]
+        lines += ['gpufabric_cooling_zone_duty_percent{zone="%s"} %g' % (_label(z), d["duty"]) for z, d in sorted(self.snapshot["zones"].items())]
+        lines += ["# HELP gpufabric_cooling_fan_duty_percent Duty written to the fan group.", "# TYPE gpufabric_cooling_fan_duty_percent gauge"]
+        lines += ['gpufabric_cooling_fan_duty_percent{group="%s"} %g' % (_label(g), d["duty"]) for g, d in sorted(self.snapshot["groups"].items())]
+        lines += ["# HELP gpufabric_cooling_failsafe 1 while the fan group is in fail-safe.", "# TYPE gpufabric_cooling_failsafe gauge"]
+        lines += ['gpufabric_cooling_failsafe{group="%s"} %d' % (_label(g), d["failsafe"]) for g, d in sorted(self.snapshot["groups"].items())]
+        lines += ["# HELP gpufabric_cooling_liquid_alarm Active liquid-cooling alarms by source and kind.", "# TYPE gpufabric_cooling_liquid_alarm gauge"]
+        for source, data in sorted(self.snapshot["liquid"].items()):
+            for kind in ("leak", "coolant", "telemetry"):
+                count = sum(1 for event in data["events"] if event["kind"] == kind)
+                lines.append('gpufabric_cooling_liquid_alarm{source="%s",kind="%s"} %d' % (_label(source), kind, count))
+            for connector in data["readings"].get("connectors", []):
+                for key, metric in (("supply_temp", "supply"), ("return_temp", "return")):
+                    if connector[key] is not None:
+                        lines.append('gpufabric_cooling_coolant_celsius{source="%s",connector="%s",side="%s"} %g'
+                                     % (_label(source), _label(connector["name"]), metric, connector[key]))
+                if connector["flow_lpm"] is not None:
+                    lines.append('gpufabric_cooling_coolant_flow_lpm{source="%s",connector="%s"} %g'
+                                 % (_label(source), _label(connector["name"]), connector["flow_lpm"]))
+        lines += ["# HELP gpufabric_cooling_last_cycle_timestamp_seconds When the last control cycle finished.",
+                  "# TYPE gpufabric_cooling_last_cycle_timestamp_seconds gauge",
+                  "gpufabric_cooling_last_cycle_timestamp_seconds %.3f" % self.snapshot["time"]]
+        try:
+            _atomic_write(path, "\n".join(lines) + "\n")
+        except OSError as exc:
+            LOG.warning("cannot write metrics to %s: %s", path, exc)
+
+    def write_state(self):
+        path = os.path.join(self.state_dir, "state.json")
+        try:
+            _atomic_write(path, json.dumps(self.snapshot, indent=1, sort_keys=True, default=str))
+        except OSError as exc:
+            LOG.warning("cannot write %s: %s", path, exc)
+
+    def run(self, should_stop):
+        """Cycle until should_stop() is true; the caller applies the stop action."""
+        notified = False
+        while not should_stop():
+            started = self.clock()
+            try:
+                snapshot = self.cycle()
+                states = ", ".join("%s %.0f%%%s" % (g, d["duty"], " FAIL-SAFE" if d["failsafe"] else "") for g, d in sorted(snapshot["groups"].items()))
+                sd_notify("WATCHDOG=1\nSTATUS=%s" % states)
+            except Exception as exc:  # pylint: disable=broad-except
+                # Anything unforeseen: make every group safe and keep going rather than leave fans at a low duty.
+                LOG.exception("control cycle failed unexpectedly: %s", exc)
+                self.stop_action("control cycle error")
+            if not notified:
+                # Ready once the first cycle has set every fan (or failed safe): systemd then watches WATCHDOG=1.
+                sd_notify("READY=1")
+                notified = True
+            remaining = self.interval - (self.clock() - started)
+            deadline = self.clock() + max(0.0, remaining)
+            while not should_stop() and self.clock() < deadline:
+                time.sleep(min(0.2, max(0.0, deadline - self.clock())))

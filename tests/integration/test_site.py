@@ -1,0 +1,71 @@
+"""site.yml against a 4-node lab: through ansible-runner (the engine AWX uses) it converges and its second run
+changes nothing; with rolling batches, a host made unreachable in the first batch stops the rollout."""
+
+import os
+import re
+import subprocess
+import threading
+
+import ansible_runner
+import pytest
+
+from integration_helpers import LOG_DIR, ROOT, tail
+
+LAB = "gpufabric-site-test"
+INVENTORY = ROOT / "inventories" / "lab" / f"{LAB}.yml"
+LAB_ENV = dict(os.environ, GPUFABRIC_LAB_NAME=LAB, GPUFABRIC_LAB_SUBNET="10.231.20.0/24")
+
+
+@pytest.fixture(scope="module")
+def lab():
+    subprocess.run([str(ROOT / "scripts" / "lab.sh"), "up", "4"], env=LAB_ENV, check=True)
+    yield INVENTORY
+    subprocess.run([str(ROOT / "scripts" / "lab.sh"), "down"], env=LAB_ENV, check=False)
+
+
+def _runner(private_data_dir, playbook, inventory, name):
+    env = {k: os.environ[k] for k in ("PATH", "ANSIBLE_CONFIG", "ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_ROLES_PATH")}
+    result = ansible_runner.run(private_data_dir=str(private_data_dir), project_dir=str(ROOT),
+                                playbook=str(ROOT / playbook), inventory=str(inventory), envvars=env,
+                                quiet=True, timeout=1500)
+    output = result.stdout.read()
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    (LOG_DIR / f"{name}.log").write_text(output)
+    return result, output
+
+
+def test_site_converges_through_ansible_runner_and_second_run_changes_nothing(lab, tmp_path):
+    first, output = _runner(tmp_path / "first", "playbooks/site.yml", lab, "site-first")
+    assert first.rc == 0, tail(output, 80)
+    second, output = _runner(tmp_path / "second", "playbooks/site.yml", lab, "site-second")
+    assert second.rc == 0, tail(output, 80)
+    hosts = sorted(second.stats["ok"])
+    assert hosts == ["node01", "node02", "node03", "node04"]
+    changed = {host: second.stats["changed"].get(host, 0) for host in hosts}
+    assert changed == {host: 0 for host in hosts}, tail(output, 80)
+
+
+def test_unreachable_host_in_first_batch_stops_the_rollout(lab):
+    """node01 is stopped while the rdma play runs on the first batch (node01, node02) of two."""
+    argv = ["ansible-playbook", "-i", str(lab), "playbooks/site.yml", "--tags", "rdma,nccl",
+            "-e", "gpufabric_serial=2"]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    stopped = threading.Event()
+    for line in proc.stdout:
+        lines.append(line)
+        if not stopped.is_set() and line.startswith("TASK [gpufabric.core.rdma"):
+            subprocess.run(["podman", "stop", "-t", "0", f"{LAB}-node01"], check=True, capture_output=True)
+            stopped.set()
+    rc = proc.wait()
+    output = "".join(lines)
+    (LOG_DIR / "site-failure-injection.log").write_text(output)
+    assert stopped.is_set(), tail(output)
+    assert rc != 0
+    # The second batch never ran a task, and no later play started.
+    assert not re.search(r"^(ok|changed|fatal|skipping): \[node0[34]\]", output, re.M), tail(output, 80)
+    assert "TASK [gpufabric.core.nccl" not in output
+    summary = output[output.index("GPUFABRIC ROLE SUMMARY"):]
+    assert re.search(r"UNREACHABLE: node01 in task", summary), summary
+    assert re.search(r"^hosts that did not complete: node01$", summary, re.M), summary
+    assert re.search(r"^ROLLOUT STOPPED: .*node01 failed or became unreachable", summary, re.M), summary

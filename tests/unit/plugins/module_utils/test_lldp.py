@@ -1,0 +1,406 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""parse_lldp on the real lldpctl captures: json0 from shared/fixtures/lldp, json from lldpd 1.0.16.
+
+shared/fixtures/lldp holds `-f json0` outputs only. The `-f json` outputs below were captured verbatim on
+the lab machine with Debian 12's lldpd 1.0.16 (lldpd and lldpctl from the Debian package, run in network
+namespaces joined by veth pairs): `-f json` collapses one neighbour into an object and a lone
+management address into a string, the shapes a parser must not miss.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fixture_data import fixture_names, read_fixture
+
+from ansible_collections.gpufabric.core.plugins.module_utils.lldp import neighbors_by_interface, parse_lldp
+from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+
+FOLDER = "lldp"
+
+# lldpctl -u SOCK -f json in the namespace of interface a_l1, one neighbour (hostname gpu-node-b).
+LLDPD_1_0_16_JSON_ONE_NEIGHBOUR = """\
+{
+  "lldp": {
+    "interface": {
+      "a_l1": {
+        "via": "LLDP",
+        "rid": "1",
+        "age": "0 day, 00:00:15",
+        "chassis": {
+          "gpu-node-b": {
+            "id": {
+              "type": "mac",
+              "value": "32:8a:d4:4d:51:cd"
+            },
+            "descr": "node-b test host",
+            "mgmt-ip": [
+              "192.0.2.2",
+              "fe80::308a:d4ff:fe4d:51cd"
+            ],
+            "mgmt-iface": [
+              "8",
+              "8"
+            ],
+            "capability": [
+              {
+                "type": "Bridge",
+                "enabled": false
+              },
+              {
+                "type": "Router",
+                "enabled": true
+              },
+              {
+                "type": "Wlan",
+                "enabled": false
+              },
+              {
+                "type": "Station",
+                "enabled": false
+              }
+            ]
+          }
+        },
+        "port": {
+          "id": {
+            "type": "mac",
+            "value": "32:8a:d4:4d:51:cd"
+          },
+          "descr": "a_l2",
+          "ttl": "120",
+          "auto-negotiation": {
+            "supported": false,
+            "enabled": false,
+            "current": "10GbaseT - Four-pair Category 6A or better, full duplex mode only"
+          }
+        },
+        "lldp-med": {
+          "device-type": "Network Connectivity Device",
+          "capability": [
+            {
+              "type": "Capabilities",
+              "available": true
+            },
+            {
+              "type": "Policy",
+              "available": true
+            },
+            {
+              "type": "Location",
+              "available": true
+            },
+            {
+              "type": "MDI/PSE",
+              "available": true
+            },
+            {
+              "type": "MDI/PD",
+              "available": true
+            },
+            {
+              "type": "Inventory",
+              "available": true
+            }
+          ],
+          "inventory": {
+            "software": "6.18.44-fc-v857"
+          }
+        }
+      }
+    }
+  }
+}
+
+"""
+
+# lldpctl -f json on the namespace with two interfaces a_l2 and a_l2b, one neighbour each.
+LLDPD_1_0_16_JSON_TWO_NEIGHBOURS = """\
+{
+  "lldp": {
+    "interface": [
+      {
+        "a_l2": {
+          "via": "LLDP",
+          "rid": "1",
+          "age": "0 day, 00:00:13",
+          "chassis": {
+            "leaf-r1-a": {
+              "id": {
+                "type": "mac",
+                "value": "16:e5:80:d5:f5:5d"
+              },
+              "descr": "node-a test host",
+              "mgmt-ip": [
+                "192.0.2.1",
+                "fe80::14e5:80ff:fed5:f55d"
+              ],
+              "mgmt-iface": [
+                "9",
+                "9"
+              ],
+              "capability": [
+                {
+                  "type": "Bridge",
+                  "enabled": false
+                },
+                {
+                  "type": "Router",
+                  "enabled": true
+                },
+                {
+                  "type": "Wlan",
+                  "enabled": false
+                },
+                {
+                  "type": "Station",
+                  "enabled": false
+                }
+              ]
+            }
+          },
+          "port": {
+            "id": {
+              "type": "ifname",
+              "value": "a_l1"
+            },
+            "descr": "a_l1",
+            "ttl": "120",
+            "auto-negotiation": {
+              "supported": false,
+              "enabled": false,
+              "current": "10GbaseT - Four-pair Category 6A or better, full duplex mode only"
+            }
+          },
+          "lldp-med": {
+            "device-type": "Network Connectivity Device",
+            "capability": [
+              {
+                "type": "Capabilities",
+                "available": true
+              },
+              {
+                "type": "Policy",
+                "available": true
+              },
+              {
+                "type": "Location",
+                "available": true
+              },
+              {
+                "type": "MDI/PSE",
+                "available": true
+              },
+              {
+                "type": "MDI/PD",
+                "available": true
+              },
+              {
+                "type": "Inventory",
+                "available": true
+              }
+            ],
+            "inventory": {
+              "software": "6.18.44-fc-v857"
+            }
+          }
+        }
+      },
+      {
+        "a_l2b": {
+          "via": "LLDP",
+          "rid": "2",
+          "age": "0 day, 00:00:03",
+          "chassis": {
+            "spine-x": {
+              "id": {
+                "type": "mac",
+                "value": "12:e1:cb:15:8c:49"
+              },
+              "descr": "node-c",
+              "mgmt-ip": "fe80::10e1:cbff:fe15:8c49",
+              "mgmt-iface": "11",
+              "capability": [
+                {
+                  "type": "Bridge",
+                  "enabled": false
+                },
+                {
+                  "type": "Router",
+                  "enabled": true
+                },
+                {
+                  "type": "Wlan",
+                  "enabled": false
+                },
+                {
+                  "type": "Station",
+                  "enabled": false
+                }
+              ]
+            }
+          },
+          "port": {
+            "id": {
+              "type": "mac",
+              "value": "12:e1:cb:15:8c:49"
+            },
+            "descr": "a_l3",
+            "ttl": "120",
+            "auto-negotiation": {
+              "supported": false,
+              "enabled": false,
+              "current": "10GbaseT - Four-pair Category 6A or better, full duplex mode only"
+            }
+          },
+          "lldp-med": {
+            "device-type": "Network Connectivity Device",
+            "capability": [
+              {
+                "type": "Capabilities",
+                "available": true
+              },
+              {
+                "type": "Policy",
+                "available": true
+              },
+              {
+                "type": "Location",
+                "available": true
+              },
+              {
+                "type": "MDI/PSE",
+                "available": true
+              },
+              {
+                "type": "MDI/PD",
+                "available": true
+              },
+              {
+                "type": "Inventory",
+                "available": true
+              }
+            ],
+            "inventory": {
+              "software": "6.18.44-fc-v857"
+            }
+          }
+        }
+      }
+    ]
+  }
+}
+
+"""
+
+# lldpctl -f json and -f json0 of an lldpd that has no neighbour yet.
+LLDPD_1_0_16_JSON_NO_NEIGHBOUR = '{\n  "lldp": {\n    \n  }\n}\n'
+LLDPD_1_0_16_JSON0_NO_NEIGHBOUR = '{\n  "lldp": [\n    {\n      \n    }\n  ]\n}\n'
+
+# Values read from the json0 captures: (local interface, chassis name, chassis id, port id, port descr, mgmt ip).
+EXPECTED = {
+    "unifabric-json0-gpu-rails-sonic-leaves.txt": [
+        ("ens1np0", "StorageSW", "70:06:92:6e:32:64", "Ethernet120", "Ethernet120", "10.193.77.211"),
+        ("ens841np0", "LEAF03", "70:06:92:6e:32:1c", "Ethernet184", "Ethernet184", "10.193.77.203"),
+        ("ens842np0", "LEAF04", "70:06:92:6e:34:5c", "Ethernet184", "Ethernet184", "10.193.77.204"),
+        ("ens110np0", "LEAF02", "70:06:92:6e:34:80", "Ethernet184", "Ethernet184", "10.193.77.202"),
+        ("ens108np0", "LEAF01", "70:06:92:6e:33:18", "Ethernet184", "Ethernet184", "10.193.77.201"),
+    ],
+    "unifabric-json0-server-h3c-and-b2b.txt": [
+        ("enp129s0f0", "DaoCloud_ShangPu_H3C_D01_AccessSwitch", "58:c7:ac:5f:2d:2c", "GigabitEthernet1/0/17",
+         "GigabitEthernet1/0/17 Interface", None),
+        ("enp5s0f0np0", "10-20-1-50", "ac:1f:6b:25:86:64", "e8:eb:d3:93:ae:10", "enp5s0f0np0", "10.20.1.50"),
+        ("enp11s0f0np0", "10-20-1-50", "ac:1f:6b:25:86:64", "b8:3f:d2:9f:09:42", "enp11s0f0np0", "10.20.1.50"),
+    ],
+}
+
+
+def _summary(neighbors):
+    return [(n["local_interface"], n["chassis_name"], n["chassis_id"], n["port_id"], n["port_descr"], n["mgmt_ip"])
+            for n in neighbors]
+
+
+def test_every_lldp_fixture_has_expectations():
+    assert sorted(EXPECTED) == fixture_names(FOLDER)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_parse_lldp_json0_fixture(name):
+    assert _summary(parse_lldp(read_fixture("%s/%s" % (FOLDER, name)))) == EXPECTED[name]
+
+
+def test_json0_details_ttl_types_and_both_management_addresses():
+    neighbors = parse_lldp(read_fixture(FOLDER + "/unifabric-json0-server-h3c-and-b2b.txt"))
+    h3c, b2b = neighbors[0], neighbors[1]
+    assert (h3c["ttl"], h3c["port_id_type"], h3c["chassis_id_type"], h3c["mgmt_ips"]) == (121, "ifname", "mac", [])
+    # The H3C description holds CRLF line breaks inside the JSON string; they come back as plain newlines.
+    assert h3c["chassis_descr"].splitlines()[1] == "H3C S5130S-52S-EI"
+    assert b2b["mgmt_ips"] == ["10.20.1.50", "fe80::ae1f:6bff:fe25:8664"]
+    assert b2b["port_id_type"] == "mac"
+
+
+def test_json0_already_decoded_object_is_accepted():
+    decoded = json.loads(read_fixture(FOLDER + "/unifabric-json0-gpu-rails-sonic-leaves.txt"))
+    assert _summary(parse_lldp(decoded)) == EXPECTED["unifabric-json0-gpu-rails-sonic-leaves.txt"]
+
+
+def test_json_single_neighbour_object():
+    neighbors = parse_lldp(LLDPD_1_0_16_JSON_ONE_NEIGHBOUR)
+    assert _summary(neighbors) == [("a_l1", "gpu-node-b", "32:8a:d4:4d:51:cd", "32:8a:d4:4d:51:cd", "a_l2", "192.0.2.2")]
+    assert neighbors[0]["mgmt_ips"] == ["192.0.2.2", "fe80::308a:d4ff:fe4d:51cd"]
+    assert (neighbors[0]["ttl"], neighbors[0]["via"], neighbors[0]["chassis_descr"]) == (120, "LLDP", "node-b test host")
+
+
+def test_json_list_of_neighbours_with_a_lone_link_local_address():
+    neighbors = parse_lldp(LLDPD_1_0_16_JSON_TWO_NEIGHBOURS)
+    assert _summary(neighbors) == [
+        ("a_l2", "leaf-r1-a", "16:e5:80:d5:f5:5d", "a_l1", "a_l1", "192.0.2.1"),
+        ("a_l2b", "spine-x", "12:e1:cb:15:8c:49", "12:e1:cb:15:8c:49", "a_l3", "fe80::10e1:cbff:fe15:8c49"),
+    ]
+    assert neighbors[0]["port_id_type"] == "ifname"
+    assert sorted(neighbors_by_interface(neighbors)) == ["a_l2", "a_l2b"]
+
+
+def test_json_and_json0_of_the_same_neighbours_agree():
+    json0 = json.loads(LLDPD_1_0_16_JSON_ONE_NEIGHBOUR)
+    body = json0["lldp"]["interface"]["a_l1"]
+    chassis_name, chassis = next(iter(body["chassis"].items()))
+    # The same neighbour in json0's shape, built the way lldpd's json0 writer wraps values.
+    as_json0 = {"lldp": [{"interface": [{
+        "name": "a_l1", "via": body["via"],
+        "chassis": [{"id": [chassis["id"]], "name": [{"value": chassis_name}], "descr": [{"value": chassis["descr"]}],
+                     "mgmt-ip": [{"value": ip} for ip in chassis["mgmt-ip"]]}],
+        "port": [{"id": [body["port"]["id"]], "descr": [{"value": body["port"]["descr"]}],
+                  "ttl": [{"value": body["port"]["ttl"]}]}],
+    }]}]}
+    assert parse_lldp(as_json0) == parse_lldp(LLDPD_1_0_16_JSON_ONE_NEIGHBOUR)
+
+
+def test_chassis_without_a_system_name_gives_null_name():
+    decoded = json.loads(LLDPD_1_0_16_JSON_ONE_NEIGHBOUR)
+    interface = decoded["lldp"]["interface"]["a_l1"]
+    # lldpd prints an unnamed chassis as its body directly, without the name level.
+    interface["chassis"] = interface["chassis"]["gpu-node-b"]
+    neighbor = parse_lldp(decoded)[0]
+    assert (neighbor["chassis_name"], neighbor["chassis_id"]) == (None, "32:8a:d4:4d:51:cd")
+
+
+@pytest.mark.parametrize("text", [LLDPD_1_0_16_JSON_NO_NEIGHBOUR, LLDPD_1_0_16_JSON0_NO_NEIGHBOUR])
+def test_no_neighbour_gives_an_empty_list(text):
+    assert parse_lldp(text) == []
+
+
+@pytest.mark.parametrize("garbage, message", [
+    ("", "the output is empty"),
+    ("lldpctl: unable to connect to lldpd daemon", "not JSON"),
+    ('{"neighbours": []}', "no top-level 'lldp' key"),
+    ('{"lldp": 7}', "'lldp' holds int"),
+    ('{"lldp": {"interface": ["eth0"]}}', "an interface entry is str"),
+])
+def test_garbage_raises_a_clear_parse_error(garbage, message):
+    with pytest.raises(ParseError, match="lldpctl -f json") as error:
+        parse_lldp(garbage)
+    assert message in str(error.value)

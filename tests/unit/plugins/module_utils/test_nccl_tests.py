@@ -1,0 +1,193 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""parse_nccl_tests on every captured nccl-tests output in shared/fixtures (nccl_tests/ and nccl_debug/)."""
+
+from __future__ import annotations
+
+import pytest
+from fixture_data import fixture_names, read_fixture
+
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl_tests import parse_nccl_tests
+from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+
+# Average bus bandwidth (GB/s) and row count of every run that printed a results table.
+RUNS_WITH_RESULTS = {
+    "nccl_tests/deepops-4x-dgx-a100-slurm-allreduce-old-format.txt": (113.289, 13),
+    "nccl_tests/deepops-dgx-a100-2node-8x200g-k8s-allreduce-old-format.txt": (53.7098, 30),
+    "nccl_tests/deepops-dgx-roce-cx5-k8s-allreduce-old-format.txt": (7.76739, 29),
+    "nccl_tests/moc-h100-roce-2node-allreduce.txt": (15.0418, 13),
+    "nccl_debug/moc-h100-roce-4gpu-sendrecv-debug.txt": (5.80752, 13),
+}
+# nccl_debug excerpts that were cut before the results table.
+RUNS_CUT_BEFORE_RESULTS = [
+    "nccl_debug/nccl-tests-311-a100-4node-sharp-plugin-ibext.txt",
+    "nccl_debug/nccl-tests-321-h20-vm-tencent-plugin-roce-bond.txt",
+    "nccl_debug/nccl-tests-350-a100pcie-mixed-roce-ib-topo-dump.txt",
+]
+
+
+def _parse(relpath):
+    return parse_nccl_tests(read_fixture(relpath))
+
+
+def test_fixture_lists_are_complete():
+    listed = set(RUNS_WITH_RESULTS) | set(RUNS_CUT_BEFORE_RESULTS) | {
+        "nccl_tests/nccl-tests-338-ERROR-h20-vm-cuda-system-not-initialized.txt"
+    }
+    on_disk = set("nccl_tests/" + name for name in fixture_names("nccl_tests"))
+    on_disk |= set("nccl_debug/" + name for name in fixture_names("nccl_debug"))
+    assert listed == on_disk
+
+
+@pytest.mark.parametrize("relpath", sorted(RUNS_WITH_RESULTS))
+def test_avg_bus_bandwidth_and_rows_of_each_run(relpath):
+    result = _parse(relpath)
+    average, row_count = RUNS_WITH_RESULTS[relpath]
+    assert result["avg_bus_bandwidth"] == average
+    assert len(result["rows"]) == row_count
+    assert result["error"] is None
+    assert result["wrong"] == 0
+    sizes = [row["size_bytes"] for row in result["rows"]]
+    assert sizes == sorted(sizes)
+    for row in result["rows"]:
+        assert row["type"] == "float" and row["redop"] == "sum"
+        # count is elements of 4-byte floats.
+        assert row["size_bytes"] == 4 * row["count"]
+        for side in (row["out_of_place"], row["in_place"]):
+            assert side["time_us"] > 0 and side["busbw"] >= side["algbw"] >= 0
+    assert result["busbw_max"] == max(
+        side["busbw"] for row in result["rows"] for side in (row["out_of_place"], row["in_place"])
+    )
+
+
+def test_old_format_4node_values():
+    result = _parse("nccl_tests/deepops-4x-dgx-a100-slurm-allreduce-old-format.txt")
+    first, last = result["rows"][0], result["rows"][-1]
+    assert first == {
+        "size_bytes": 1048576, "count": 262144, "type": "float", "redop": "sum", "root": None,
+        "out_of_place": {"time_us": 135.3, "algbw": 7.75, "busbw": 15.02, "wrong": None, "max_error": 7e-07},
+        "in_place": {"time_us": 132.7, "algbw": 7.90, "busbw": 15.31, "wrong": None, "max_error": 7e-07},
+    }
+    assert last["size_bytes"] == 4294967296
+    assert last["out_of_place"]["time_us"] == 43557.0 and last["out_of_place"]["busbw"] == 191.05
+    assert last["in_place"]["busbw"] == 191.56
+    assert result["busbw_max"] == 191.56
+    # The old layout has no "# nThread" or "# Using devices" header.
+    assert result["ranks"] == [] and result["parameters"]["n_gpus"] is None
+
+
+def test_old_format_crlf_k8s_run():
+    result = _parse("nccl_tests/deepops-dgx-a100-2node-8x200g-k8s-allreduce-old-format.txt")
+    assert result["rows"][0]["size_bytes"] == 8
+    assert result["rows"][0]["out_of_place"]["max_error"] == 2e-07
+    assert result["rows"][0]["in_place"]["max_error"] == 1e-07
+    assert result["rows"][-1]["out_of_place"]["busbw"] == 188.53
+    assert result["rows"][-1]["in_place"]["algbw"] == 100.64
+
+
+def test_roce_cx5_noisy_small_messages():
+    result = _parse("nccl_tests/deepops-dgx-roce-cx5-k8s-allreduce-old-format.txt")
+    assert result["rows"][0]["out_of_place"]["time_us"] == 2193.5
+    assert result["rows"][0]["in_place"]["time_us"] == 132.2
+    assert result["rows"][-1]["size_bytes"] == 2147483648
+    assert result["busbw_max"] == 22.92
+
+
+def test_new_format_with_debug_lines_between_rows():
+    result = _parse("nccl_tests/moc-h100-roce-2node-allreduce.txt")
+    assert result["parameters"] == {
+        "n_threads": 1, "n_gpus": 1, "min_bytes": 1073741824, "max_bytes": 27950841856, "warmup_iters": 5, "iters": 20,
+    }
+    assert result["ranks"] == [
+        {"rank": 0, "pid": 574691, "host": "MOC-R4PCC04U37", "device": 0, "bus_id": "0000:06:00", "model": "NVIDIA H100 80GB HBM3"},
+        {"rank": 1, "pid": 753223, "host": "MOC-R4PCC04U35", "device": 0, "bus_id": "0000:06:00", "model": "NVIDIA H100 80GB HBM3"},
+    ]
+    assert result["rows"][0] == {
+        "size_bytes": 1073741824, "count": 268435456, "type": "float", "redop": "sum", "root": -1,
+        "out_of_place": {"time_us": 71024.0, "algbw": 15.12, "busbw": 15.12, "wrong": 0, "max_error": None},
+        "in_place": {"time_us": 70967.0, "algbw": 15.13, "busbw": 15.13, "wrong": 0, "max_error": None},
+    }
+    assert result["rows"][-1]["size_bytes"] == 26843545600
+    assert result["busbw_max"] == 15.18
+
+
+def test_sendrecv_in_place_wrong_is_not_available():
+    result = _parse("nccl_debug/moc-h100-roce-4gpu-sendrecv-debug.txt")
+    assert len(result["ranks"]) == 8
+    assert [rank["host"] for rank in result["ranks"]].count("MOC-R4PCC04U35") == 4
+    assert result["parameters"]["n_gpus"] == 4
+    for row in result["rows"]:
+        assert row["out_of_place"]["wrong"] == 0
+        assert row["in_place"]["wrong"] is None  # printed as N/A
+    assert result["rows"][0]["out_of_place"]["busbw"] == 5.59
+    assert result["rows"][-1]["in_place"]["busbw"] == 5.86
+
+
+def test_cuda_failure_run():
+    result = _parse("nccl_tests/nccl-tests-338-ERROR-h20-vm-cuda-system-not-initialized.txt")
+    assert result["error"] == (
+        "gpu: Test CUDA failure common.cu:1030 'system not yet initialized'; .. gpu pid 3018: Test failure common.cu:937"
+    )
+    assert result["rows"] == [] and result["avg_bus_bandwidth"] is None and result["wrong"] is None
+
+
+@pytest.mark.parametrize("relpath", RUNS_CUT_BEFORE_RESULTS)
+def test_output_cut_before_results_is_an_error(relpath):
+    result = _parse(relpath)
+    assert result["rows"] == []
+    assert result["error"] == "nccl-tests printed no results (the output ends before the first result row)"
+    assert result["parameters"]["n_threads"] == 1
+    assert result["ranks"]
+
+
+def test_gather_perf_name_and_ranks():
+    result = _parse("nccl_debug/nccl-tests-350-a100pcie-mixed-roce-ib-topo-dump.txt")
+    assert result["test"] == "gather_perf"
+    assert [(rank["host"], rank["bus_id"]) for rank in result["ranks"]] == [("n013", "0000:81:00"), ("n014", "0000:81:00")]
+    assert result["parameters"]["max_bytes"] == 12884901888
+
+
+def test_out_of_bounds_values_fail_the_run():
+    # The real moc run with its verdict changed to a failure, as nccl-tests prints it when data is corrupt.
+    text = read_fixture("nccl_tests/moc-h100-roce-2node-allreduce.txt")
+    text = text.replace("15.12   15.12      0    70967", "15.12   15.12      3    70967")
+    text = text.replace("# Out of bounds values : 0 OK", "# Out of bounds values : 3 FAILED")
+    result = parse_nccl_tests(text)
+    assert result["wrong"] == 3
+    assert result["rows"][0]["out_of_place"]["wrong"] == 3
+    assert result["error"] == "Out of bounds values: 3 FAILED"
+
+
+def test_run_stopped_mid_table_is_an_error():
+    text = read_fixture("nccl_tests/moc-h100-roce-2node-allreduce.txt").split("  5368709120")[0]
+    result = parse_nccl_tests(text)
+    assert len(result["rows"]) == 2
+    assert result["error"] == "nccl-tests stopped before printing '# Avg bus bandwidth' (the run did not finish)"
+
+
+def test_extra_column_is_skipped():
+    text = (
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong  extra    time   algbw   busbw #wrong\n"
+        "     1048576        262144     float     sum      -1    135.3    7.75   15.02      0    9.9    132.7    7.90   15.31      0\n"
+        "# Out of bounds values : 0 OK\n"
+        "# Avg bus bandwidth    : 15.165\n"
+    )
+    result = parse_nccl_tests(text)
+    assert result["rows"][0]["out_of_place"] == {"time_us": 135.3, "algbw": 7.75, "busbw": 15.02, "wrong": 0, "max_error": None}
+    assert result["rows"][0]["in_place"]["busbw"] == 15.31
+    assert result["error"] is None
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("", "the output is empty"),
+        ("some unrelated log\nline two\n", "no results table, '# nThread' header, '# Avg bus bandwidth' or test failure found"),
+        ("#       size         count      type   redop\n", "lacks the column\\(s\\) time, algbw, busbw"),
+        ("# Avg bus bandwidth    : fast\n", "the average bus bandwidth 'fast' is not a number"),
+    ],
+)
+def test_unknown_formats_raise_parse_error(text, message):
+    with pytest.raises(ParseError, match="cannot parse `nccl-tests` output: .*" + message):
+        parse_nccl_tests(text)

@@ -1,0 +1,273 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""build_topology from real captures, snapshots on disk, and live discovery on this very machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+from fixture_data import read_fixture
+
+from ansible_collections.gpufabric.core.plugins.module_utils import sysfs as sysfs_utils
+from ansible_collections.gpufabric.core.plugins.module_utils.topology import (
+    SCHEMA_VERSION,
+    build_topology,
+    collect_live,
+    read_snapshot,
+    write_capture,
+)
+
+HGX_TOPO = "nvidia_smi_topo/sglang-30401-hgx-h100-8gpu-8nic.txt"
+IB_SOME_DOWN = "ibstat_ibv_devinfo/gpud-h100-ibstat-8x-cx7-ib-400g-some-down.txt"
+SONIC_LLDP = "lldp/unifabric-json0-gpu-rails-sonic-leaves.txt"
+CHURNED_BOND = "bonding/magpie-802.3ad-churned-mixed-speed-misconfig.txt"
+TOP_LEVEL = ["schema_version", "source", "gpus", "rdma", "interfaces", "bonds", "lldp", "rails", "findings"]
+
+# sysfs of one RoCE rail NIC in the kernel's formats (class/infiniband/<dev>/ports/<n>/{state,rate,...},
+# gid_attrs/{types,ndevs}/<index>, device/uevent): the lab has no RDMA device to read them from.
+ROCE_SYSFS = {
+    "class/infiniband/mlx5_0/hca_type": "MT4129",
+    "class/infiniband/mlx5_0/fw_ver": "28.39.1002",
+    "class/infiniband/mlx5_0/device/uevent": "DRIVER=mlx5_core\nPCI_CLASS=20000\nPCI_SLOT_NAME=0000:19:00.0",
+    "class/infiniband/mlx5_0/device/numa_node": "0",
+    "class/infiniband/mlx5_0/device/net/ens108np0/ifindex": "4",
+    "class/infiniband/mlx5_0/ports/1/state": "4: ACTIVE",
+    "class/infiniband/mlx5_0/ports/1/phys_state": "5: LinkUp",
+    "class/infiniband/mlx5_0/ports/1/rate": "400 Gb/sec (4X NDR)",
+    "class/infiniband/mlx5_0/ports/1/link_layer": "Ethernet",
+    "class/infiniband/mlx5_0/ports/1/gids/0": "fe80:0000:0000:0000:a288:c2ff:fee3:142a",
+    "class/infiniband/mlx5_0/ports/1/gid_attrs/types/0": "IB/RoCE v1",
+    "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0": "ens108np0",
+    "class/infiniband/mlx5_0/ports/1/gids/1": "fe80:0000:0000:0000:a288:c2ff:fee3:142a",
+    "class/infiniband/mlx5_0/ports/1/gid_attrs/types/1": "RoCE v2",
+    "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/1": "ens108np0",
+    "class/infiniband/mlx5_0/ports/1/gids/3": "0000:0000:0000:0000:0000:ffff:0a14:0132",
+    "class/infiniband/mlx5_0/ports/1/gid_attrs/types/3": "RoCE v2",
+    "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/3": "ens108np0",
+    "class/net/ens108np0/address": "a0:88:c2:e3:14:2a",
+    "class/net/ens108np0/mtu": "9000",
+    "class/net/ens108np0/operstate": "up",
+    "class/net/ens108np0/speed": "400000",
+    "class/net/ens108np0/type": "1",
+    "class/net/ens108np0/device/uevent": "DRIVER=mlx5_core\nPCI_SLOT_NAME=0000:19:00.0",
+    "class/net/ens108np0/device/numa_node": "0",
+    "class/net/lo/type": "772",
+    "bus/pci/devices/0000:18:00.0/numa_node": "0",
+}
+
+
+def _hgx_sources():
+    return {
+        "nvidia_smi_topo": read_fixture(HGX_TOPO),
+        "ibstat": read_fixture(IB_SOME_DOWN),
+        "lldpctl": read_fixture(SONIC_LLDP),
+        "bonding": {"bond0": read_fixture(CHURNED_BOND)},
+    }
+
+
+def _kinds(topology, kind):
+    return [finding for finding in topology["findings"] if finding["kind"] == kind]
+
+
+def test_schema_top_level_and_missing_sources_have_reasons():
+    topology = build_topology({"reasons": {"nvidia_smi_topo": "nvidia-smi not found in PATH"}})
+    assert list(topology) == TOP_LEVEL
+    assert topology["schema_version"] == SCHEMA_VERSION == 1
+    assert topology["gpus"] == {"available": False, "reason": "nvidia-smi not found in PATH", "devices": []}
+    assert topology["rdma"]["available"] is False and "infiniband" in topology["rdma"]["reason"]
+    assert topology["lldp"] == {"available": False, "reason": "no lldpctl output was available", "neighbors": []}
+    assert topology["rails"] == [] and topology["findings"] == []
+
+
+def test_hgx_rails_gpus_and_findings_from_real_captures():
+    topology = build_topology(_hgx_sources())
+    gpus = topology["gpus"]["devices"]
+    assert len(gpus) == 8
+    assert gpus[4]["nearest_nics"] == ["mlx5_4"] and gpus[4]["nearest_link"] == "PIX"
+    assert gpus[4]["numa_node"] == 1 and gpus[4]["cpu_affinity"] == "48-95,144-191"
+    assert gpus[0]["nvlink_peers"] == [1, 2, 3, 4, 5, 6, 7]
+    assert [(rail["rail"], rail["device"]) for rail in topology["rails"]] == [(i, "mlx5_%d" % i) for i in range(8)]
+    rail7 = topology["rails"][7]
+    assert (rail7["state"], rail7["rate_gbps"], rail7["link_layer"]) == ("DOWN", 40.0, "Ethernet")
+    assert len(topology["rdma"]["devices"]) == 12
+    # mlx5_2 and mlx5_7 are rails (errors); mlx5_8 is not (warning).
+    down = {(f["severity"], f["message"]) for f in _kinds(topology, "port_down")}
+    assert down == {("error", "mlx5_2 port 1 is DOWN (physical state Disabled)"),
+                    ("error", "mlx5_7 port 1 is DOWN (physical state Disabled)"),
+                    ("warning", "mlx5_8 port 1 is DOWN (physical state Disabled)")}
+    # GPU1's nearest NIC mlx5_1 is a 100 Gb/s ConnectX-6 Dx in this capture: slower than the 400 Gb/s rails.
+    slow = _kinds(topology, "rail_rate_below_peers")
+    assert [f["message"].split(" runs at ")[0] for f in slow] == ["rail 1 (GPU1, mlx5_1 port 1)"]
+    assert len(_kinds(topology, "bond_problem")) == 4
+    assert topology["bonds"]["bond0"]["healthy"] is False
+
+
+def test_rate_below_peers_of_the_same_model():
+    text = read_fixture(IB_SOME_DOWN)
+    first_400 = text.index("Rate: 400")
+    text = text[:first_400] + "Rate: 200" + text[first_400 + len("Rate: 400"):]
+    topology = build_topology({"ibstat": text})
+    assert [f["message"] for f in _kinds(topology, "rate_below_peers")] == [
+        "mlx5_0 port 1 runs at 200 Gb/s, below the 400 Gb/s of the other MT4129 InfiniBand ports"]
+
+
+def test_gpu_across_the_cpu_interconnect_is_reported():
+    # In the h20 capture GPU4's PIX NIC is NIC3; make every path of GPU4 to a NIC cross sockets.
+    lines = read_fixture("nvidia_smi_topo/nccl-tests-321-h20-vm-8gpu-8nic-no-legend.txt").split("\n")
+    lines[5] = lines[5].replace("NODE", "SYS ").replace("PIX", "SYS")
+    topology = build_topology({"nvidia_smi_topo": "\n".join(lines)})
+    cross = _kinds(topology, "gpu_nic_cross_socket")
+    assert len(cross) == 1 and cross[0]["message"].startswith("GPU4's nearest NIC (NIC0, NIC1, NIC2, NIC3, NIC4")
+    assert _kinds(topology, "no_nic_legend")[0]["severity"] == "warning"
+
+
+def test_shared_nearest_nics_are_spread_over_rails():
+    topology = build_topology({"nvidia_smi_topo": read_fixture("nvidia_smi_topo/asus-esc8000a-e12-4x-rtx6000ada-4nic.txt")})
+    assert [(rail["gpu"], rail["device"], rail["link"]) for rail in topology["rails"]] == [
+        ("GPU0", "mlx5_0", "NODE"), ("GPU1", "mlx5_1", "NODE"), ("GPU2", "mlx5_2", "NODE"), ("GPU3", "mlx5_3", "NODE")]
+    assert _kinds(topology, "shared_nic") == []
+    shared = build_topology({"nvidia_smi_topo": read_fixture("nvidia_smi_topo/princeton-della-2x-a100-2nic-mlx5-columns.txt")
+                             .replace("GPU1\tSYS\t X \tSYS\tNODE", "GPU1\tSYS\t X \tNODE\tSYS")})
+    assert [rail["device"] for rail in shared["rails"]] == ["mlx5_0", "mlx5_0"]
+    assert _kinds(shared, "shared_nic")[0]["message"] == "GPU1 shares its nearest NIC mlx5_0 with GPU0"
+
+
+def test_sysfs_roce_port_netdev_gid_and_lldp_switch():
+    sources = {
+        "nvidia_smi_topo": read_fixture("nvidia_smi_topo/sglang-30401-hgx-h100-8gpu-8nic.txt"),
+        "nvidia_smi_query": "0, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n",
+        "lldpctl": read_fixture(SONIC_LLDP),
+        "sysfs": ROCE_SYSFS,
+    }
+    topology = build_topology(sources)
+    device = topology["rdma"]["devices"][0]
+    assert (device["name"], device["pci_address"], device["numa_node"], device["netdev"]) == (
+        "mlx5_0", "0000:19:00.0", 0, "ens108np0")
+    port = device["ports"][0]
+    assert (port["state"], port["physical_state"], port["rate_gbps"], port["roce_v2_gid_index"]) == (
+        "ACTIVE", "LinkUp", 400.0, 3)
+    rail0 = topology["rails"][0]
+    assert (rail0["netdev"], rail0["switch"], rail0["switch_port"], rail0["switch_id"]) == (
+        "ens108np0", "LEAF01", "Ethernet184", "70:06:92:6e:33:18")
+    gpu0 = topology["gpus"]["devices"][0]
+    assert (gpu0["model"], gpu0["pci_bus_id"], gpu0["numa_node"]) == ("NVIDIA H100 80GB HBM3", "0000:18:00.0", 0)
+    assert topology["interfaces"] == [{
+        "name": "ens108np0", "mac": "a0:88:c2:e3:14:2a", "speed_mbps": 400000, "mtu": 9000, "driver": "mlx5_core",
+        "operstate": "up", "pci_address": "0000:19:00.0", "numa_node": 0, "bond_master": None}]
+
+
+def test_roce_port_without_v2_gid_is_reported():
+    sysfs = {k: v for k, v in ROCE_SYSFS.items() if "/gids/1" not in k and "/gids/3" not in k
+             and not k.endswith(("/types/1", "/types/3", "/ndevs/1", "/ndevs/3"))}
+    topology = build_topology({"sysfs": sysfs})
+    assert topology["rdma"]["devices"][0]["ports"][0]["roce_v2_gid_index"] is None
+    assert _kinds(topology, "no_roce_v2_gid")[0]["message"] == (
+        "mlx5_0 port 1 (RoCE) has no RoCE v2 GID: give its netdev ens108np0 an IP address")
+
+
+def test_unparseable_source_is_a_finding_not_a_failure():
+    topology = build_topology({"ibstat": "<html>502 Bad Gateway</html>", "lldpctl": "lldpctl: unable to connect",
+                               "bonding": {"bond0": "garbage"}})
+    errors = [f for f in topology["findings"] if f["severity"] == "error"]
+    assert [f["kind"] for f in errors] == ["parse_error"] * 3
+    assert topology["rdma"]["reason"].startswith("cannot parse `ibstat` output")
+    assert topology["lldp"]["reason"].startswith("cannot parse `lldpctl -f json` output: not JSON")
+    assert topology["bonds"] == {}
+
+
+def test_ibstat_error_tail_is_a_warning_beside_the_devices():
+    text = read_fixture("ibstat_ibv_devinfo/l2fwd-nv-6-ibstat-cx6dx-2port-roce-100g.txt") + (
+        "ibpanic: [2137592] main: stat of IB device 'mthca0' failed: No such file or directory\n")
+    topology = build_topology({"ibstat": text})
+    assert len(topology["rdma"]["devices"]) == 2
+    assert _kinds(topology, "tool_error")[0]["message"].startswith("ibstat reported: ibpanic: [2137592]")
+
+
+def _write(directory, relpath, text):
+    path = os.path.join(directory, relpath)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def test_snapshot_of_real_captures(tmp_path):
+    snapshot = str(tmp_path / "node17")
+    _write(snapshot, "nvidia-smi-topo-m.txt", read_fixture("nvidia_smi_topo/sglang-28424-h800-nv8-9nic-bond.txt"))
+    _write(snapshot, "ibstat.txt", read_fixture("ibstat_ibv_devinfo/mooncake-2039-ibstat-8x-cx7-ib400-4x-cx6dx-eth.txt"))
+    _write(snapshot, "ibv_devinfo.txt", read_fixture("ibstat_ibv_devinfo/heioy-ibv_devinfo-2x-cx3-ib-old-tab-format.txt"))
+    _write(snapshot, "lldpctl.json", read_fixture(SONIC_LLDP))
+    _write(snapshot, "proc/net/bonding/bond0", read_fixture("bonding/magpie-supermicro-2x10g-802.3ad-healthy.txt"))
+    for relpath, content in ROCE_SYSFS.items():
+        _write(snapshot, "sys/" + relpath, content + "\n")
+    topology = build_topology(read_snapshot(snapshot), source="snapshot:" + snapshot)
+    assert topology["source"] == "snapshot:" + snapshot
+    assert [rail["device"] for rail in topology["rails"]] == ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6",
+                                                               "mlx5_7", "mlx5_8", "mlx5_9"]
+    names = [device["name"] for device in topology["rdma"]["devices"]]
+    assert names[:5] == ["mlx4_0", "mlx4_1", "mlx5_0", "mlx5_1", "mlx5_2"]
+    assert topology["bonds"]["bond0"]["healthy"] is True
+    assert topology["lldp"]["available"] is True and len(topology["lldp"]["neighbors"]) == 5
+    # sysfs wins over ibstat for mlx5_0 (it is the live state); ibv_devinfo fills the MTU of mlx4 ports.
+    mlx5_0 = next(d for d in topology["rdma"]["devices"] if d["name"] == "mlx5_0")
+    assert (mlx5_0["ports"][0]["link_layer"], mlx5_0["netdev"]) == ("Ethernet", "ens108np0")
+    mlx4_1 = next(d for d in topology["rdma"]["devices"] if d["name"] == "mlx4_1")
+    assert [p["active_mtu"] for p in mlx4_1["ports"]] == [4096, 4096]
+    assert topology["gpus"]["devices"][0]["pci_bus_id"] is None  # no nvidia-smi-query-gpu.csv in this snapshot
+
+
+def test_snapshot_with_only_some_files_gives_what_they_allow(tmp_path):
+    _write(str(tmp_path), "ibstat.txt", read_fixture(IB_SOME_DOWN))
+    topology = build_topology(read_snapshot(str(tmp_path)))
+    assert topology["gpus"]["available"] is False
+    assert topology["gpus"]["reason"] == "the snapshot has no nvidia-smi-topo-m.txt"
+    assert topology["lldp"]["reason"] == "the snapshot has no lldpctl.json"
+    assert topology["rdma"]["available"] is True and len(topology["rdma"]["devices"]) == 12
+
+
+def test_missing_snapshot_directory_raises(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        read_snapshot(str(tmp_path / "nowhere"))
+
+
+def _run(argv):
+    completed = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    return completed.returncode, completed.stdout, completed.stderr
+
+
+def test_live_discovery_on_this_machine_returns_facts_with_reasons(tmp_path):
+    """This lab machine has no GPU, no RDMA device and no lldpd: the facts must say so, without failing."""
+    sources = collect_live(_run, shutil.which)
+    topology = build_topology(sources)
+    assert topology["gpus"]["available"] is False and topology["gpus"]["reason"]
+    assert topology["rdma"]["available"] is False and topology["rdma"]["reason"]
+    if not shutil.which("lldpctl"):
+        assert topology["lldp"]["reason"] == "lldpctl not found in PATH (install and start lldpd)"
+    # The interfaces are the machine's own, as sysfs lists them.
+    expected = sorted(name for name in os.listdir("/sys/class/net")
+                      if sysfs_utils.numa_node(open("/sys/class/net/%s/type" % name).read()) != 772)
+    assert sorted(i["name"] for i in topology["interfaces"]) == expected
+    for interface in topology["interfaces"]:
+        with open("/sys/class/net/%s/mtu" % interface["name"]) as handle:
+            assert interface["mtu"] == int(handle.read())
+    # Capture, then read the capture back: the same facts, offline.
+    capture = str(tmp_path / "capture")
+    written = write_capture(capture, sources)
+    assert "reasons.json" in written and any(path.startswith("sys/class/net/") for path in written)
+    assert write_capture(capture, sources) == []  # unchanged content is not rewritten
+    offline = build_topology(read_snapshot(capture), source="snapshot:" + capture)
+    assert {k: v for k, v in offline.items() if k != "source"} == {k: v for k, v in topology.items() if k != "source"}
+    with open(os.path.join(capture, "reasons.json")) as handle:
+        assert json.load(handle) == sources["reasons"]
+
+
+def test_capture_in_check_mode_writes_nothing(tmp_path):
+    sources = {"ibstat": read_fixture(IB_SOME_DOWN), "sysfs": ROCE_SYSFS}
+    target = str(tmp_path / "capture")
+    would = write_capture(target, sources, check_mode=True)
+    assert "ibstat.txt" in would and "sys/class/infiniband/mlx5_0/ports/1/rate" in would
+    assert not os.path.exists(target)
