@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -92,7 +91,7 @@ def best_time(function, repeat):
     """Best wall time of repeat runs, with the garbage collector paused as timeit does, so that a collection
     of the synthetic facts built before the run is not charged to the map."""
     best = None
-    for _ in range(repeat):
+    for _run in range(repeat):
         gc.collect()
         gc.disable()
         try:
@@ -106,7 +105,7 @@ def best_time(function, repeat):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per size; the best is reported")
     parser.add_argument("--html", action="store_true", help="also time the HTML page")
     args = parser.parse_args(argv)
@@ -124,8 +123,9 @@ def main(argv=None):
             html_time, _page = best_time(lambda: render_html(fabric_map), args.repeat)
             html = "%.3f" % html_time
         ratio = "%.2f" % (elapsed / previous) if previous else "-"
-        print("%6d %6d %10.3f %12.1f %8s %8d %s" % (size, size * RAILS, elapsed, elapsed / size * 1e6, ratio,
-                                                   fabric_map["summary"]["findings"]["error"], html))
+        errors = fabric_map["summary"]["findings"]["error"]
+        row = (size, size * RAILS, elapsed, elapsed / size * 1e6, ratio, errors, html)
+        print("%6d %6d %10.3f %12.1f %8s %8d %s" % row)
         previous = elapsed
     growth = times[SIZES[-1]] / times[SIZES[0]]
     print("growth %d -> %d hosts (x%d): time x%.2f (linear: x%d)" % (

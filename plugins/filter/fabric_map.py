@@ -42,6 +42,24 @@ options:
         mapping of rail index to netdev.
     type: dict
     default: {}
+notes:
+  - "How rails are found, per host, first match wins: (1) O(rail_interfaces) for the host (playbook discover.yml
+    reads the inventory variable C(gpufabric_rail_interfaces)), e.g. C([ens108np0, ens110np0]) or
+    C({0: ens108np0, 1: ens110np0}); the rail's RDMA device is the one whose netdev it names, when any.
+    (2) The C(rails) of the facts: GPU I(i) and its nearest RDMA NIC. (3) None: an C(info) finding says so."
+  - "A rail's switch is the LLDP system name of the neighbour on the rail's netdev (its chassis ID when the switch
+    sends no name); its switch port is the neighbour's port ID, or its port description when the port ID is a MAC
+    address."
+  - "Alignment: for each peer group and rail, the switch most hosts reach is expected; a host whose rail reaches
+    another one is C(miscabled) (error C(rail_misaligned)). When two switches tie, nobody is blamed and a warning
+    C(rail_ambiguous) is given. Put the hosts of each scalable unit in their own peer group, since rail I(i) of
+    different units goes to different leaves by design."
+  - "InfiniBand ports do not speak LLDP: IB rails have no switch here and are reported once as an C(info); use
+    ibnetdiscover for the IB fabric. Rate, MTU, port-state and device-set checks still apply to them."
+  - "Finding kinds of scope C(fleet): C(rail_misaligned), C(rail_ambiguous), C(rdma_devices_differ),
+    C(rdma_devices_ambiguous), C(rate_mismatch), C(mtu_mismatch) (netdev MTU or RDMA active MTU), C(port_down),
+    C(no_neighbor), C(no_lldp), C(switch_port_conflict), C(rail_interface_missing), C(no_rails), C(no_facts),
+    C(infiniband_rails)."
 seealso:
   - plugin: gpufabric.core.fabric_map_html
     plugin_type: filter
@@ -80,7 +98,6 @@ _value:
       C(group), C(rail), C(message)), errors first."
     - Findings of scope C(host) are those topology_facts reported on the host itself, with their own C(kind);
       those of scope C(fleet) come from comparing hosts.
-    - The layout is documented in docs/fabric_map.md.
   type: dict
   sample:
     schema_version: 1

@@ -161,7 +161,7 @@ def parse_bonding(text):
             section = "bond"
             continue
         if lowered == "active aggregator info:":
-            bond["active_aggregator"] = {name: None for name, _ in _AGGREGATOR_FIELDS.values()}
+            bond["active_aggregator"] = {field[0]: None for field in _AGGREGATOR_FIELDS.values()}
             section = "aggregator"
             continue
         if lowered.startswith("details actor lacp pdu"):

@@ -95,3 +95,13 @@ def plan_gpu_policy(rows, models):
                                 "before": {k: int(v) for k, v in before.items()}, "after": dict(clocks),
                                 "args": ["-i", str(index), "-ac", "%d,%d" % (clocks["memory"], clocks["graphics"])]})
     return {"changes": changes, "problems": problems, "unmanaged": unmanaged}
+
+
+def revert_args(change):
+    """nvidia-smi arguments that put one planned change back to its before value."""
+    index = str(change["index"])
+    if change["setting"] == "persistence_mode":
+        return ["-i", index, "-pm", "1" if change["before"] else "0"]
+    if change["setting"] == "power_limit_watts":
+        return ["-i", index, "-pl", "%g" % change["before"]]
+    return ["-i", index, "-ac", "%d,%d" % (change["before"]["memory"], change["before"]["graphics"])]

@@ -251,7 +251,8 @@ def build_fabric_map(topologies, peer_groups=None, rail_interfaces=None):
     peer_groups: {host: group name}; hosts of one group are expected to be cabled alike. Default "all".
     rail_interfaces: {host: list or mapping of rail index -> netdev}, overriding GPU-derived rails.
 
-    Returns a JSON-ready dict: hosts, rails, switches, findings and a summary (see docs/fabric_map.md).
+    Returns a JSON-ready dict: hosts, rails, switches, findings and a summary (layout in the RETURN of
+    `ansible-doc -t filter gpufabric.core.fabric_map`).
     """
     _check_input(topologies, peer_groups, rail_interfaces)
     peer_groups = peer_groups or {}
@@ -262,6 +263,7 @@ def build_fabric_map(topologies, peer_groups=None, rail_interfaces=None):
     rail_stats = {}
     device_sets = {}
     port_owners = {}
+    ports_down = []
     unlinked_ib_rails = 0
 
     for host in sorted(topologies, key=natural_key):
@@ -306,10 +308,15 @@ def build_fabric_map(topologies, peer_groups=None, rail_interfaces=None):
                     host=host, group=group, rail=rail["rail"]))
                 continue
             if rail["up"] is False:
-                findings.append(_finding("error", "port_down", "%s rail %d (%s) is %s" % (
-                    host, rail["rail"], label, rail["state"]), host=host, group=group, rail=rail["rail"]))
+                ports_down.append("%s rail %d (%s)" % (host, rail["rail"], label))
+                # topology_facts already reports every RDMA port down on its host; the netdev of an
+                # inventory rail is only checked here.
+                if rail["device"] is None:
+                    findings.append(_finding("error", "port_down", "%s rail %d (%s) is %s" % (
+                        host, rail["rail"], label, rail["state"]), host=host, group=group, rail=rail["rail"]))
             for key, stat in (("rate_gbps", "rate"), ("mtu", "mtu"), ("active_mtu", "active_mtu")):
-                if rail[key] is not None:
+                # A port that is down shows no negotiated rate worth comparing (ibstat prints 40 Gb/s).
+                if rail[key] is not None and not (key == "rate_gbps" and rail["up"] is False):
                     stats[stat][rail[key]] += 1
             if rail["switch"] is not None:
                 stats["switch"][rail["switch"]] += 1
@@ -340,7 +347,7 @@ def build_fabric_map(topologies, peer_groups=None, rail_interfaces=None):
     _host_status(hosts, findings)
     return {
         "schema_version": SCHEMA_VERSION,
-        "summary": _summary(hosts, rails_out, switches, findings),
+        "summary": dict(_summary(hosts, rails_out, switches, findings), rail_ports_down=ports_down),
         "hosts": hosts,
         "rails": rails_out,
         "switches": switches,
@@ -390,7 +397,8 @@ def _rail_checks(hosts, rail_stats, findings):
                         host, rail["rail"], _rail_label(rail), rail["switch"], rail["switch_port"], rail["rail"],
                         group, values["switch"], _fmt_counts(stats["switch"])),
                     host=host, group=group, rail=rail["rail"]))
-            if values["rate"] is not None and rail["rate_gbps"] is not None and rail["rate_gbps"] != values["rate"]:
+            if (values["rate"] is not None and rail["rate_gbps"] is not None and rail["up"] is not False
+                    and rail["rate_gbps"] != values["rate"]):
                 findings.append(_finding(
                     "warning", "rate_mismatch", "%s rail %d (%s) runs at %s; rail %d of its peers in group %s runs "
                     "at %s (%s)" % (host, rail["rail"], _rail_label(rail), _fmt_rate(rail["rate_gbps"]),
@@ -487,4 +495,3 @@ def _summary(hosts, rails_out, switches, findings):
         "miscabled_hosts": [host for host, entry in hosts.items() if entry["miscabled"]],
         "hosts_by_status": dict(Counter(entry["status"] for entry in hosts.values())),
     }
-

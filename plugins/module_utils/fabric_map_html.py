@@ -50,12 +50,12 @@ def _cards(summary):
 def _findings_table(findings):
     if not findings:
         return "<p>No findings.</p>"
-    rows = "".join(
+    rows = "\n".join(
         '<tr class="%s"><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>' % (
             _e(item["severity"]), _e(item["severity"]), _e(item.get("scope")), _e(item["kind"]),
             _e(item["host"] or ""), _e("" if item["rail"] is None else item["rail"]), _e(item["message"]))
         for item in findings)
-    return ("<table><tr><th>severity</th><th>scope</th><th>kind</th><th>host</th><th>rail</th><th>finding</th></tr>"
+    return ("\n<table><tr><th>severity</th><th>scope</th><th>kind</th><th>host</th><th>rail</th><th>finding</th></tr>"
             "%s</table>" % rows)
 
 
@@ -157,9 +157,9 @@ def render_svg(fabric_map, max_hosts_drawn=64):
     if len(drawn) < len(hosts):
         note = '<text x="%d" y="%d" font-size="12">%d of %d hosts drawn, those with findings first; the tables ' \
                'below list all of them.</text>' % (margin, height - 15, len(drawn), len(hosts))
+    parts = ("".join(legend), "\n".join(lines), "\n".join(boxes), note)
     return ('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" '
-            'aria-label="fabric map">%s%s%s%s</svg>' % (width, height, width, height, "".join(legend),
-                                                       "".join(lines), "".join(boxes), note))
+            'aria-label="fabric map">\n%s</svg>' % (width, height, width, height, "\n".join(parts)))
 
 
 def _rail_table(fabric_map):
@@ -181,13 +181,13 @@ def _rail_table(fabric_map):
                 _rail_cell_class(rail), _e(text), _e(detail), _e(" - " + ", ".join(extra) if extra else ""))
         rows.append('<tr><td class="%s">%s</td><td>%s</td><td>%s</td>%s</tr>' % (
             _e(entry["status"]), _e(host), _e(entry["peer_group"]), _e(entry["rail_source"]), "".join(cells)))
-    return "<table><tr><th>host</th><th>group</th><th>rails from</th>%s</tr>%s</table>" % (head, "".join(rows))
+    return "\n<table><tr><th>host</th><th>group</th><th>rails from</th>%s</tr>\n%s</table>\n" % (head, "\n".join(rows))
 
 
 def _switch_table(switches):
     if not switches:
         return "<p>No switch seen through LLDP.</p>"
-    rows = "".join("<tr><td>%s</td><td>%s</td><td>%s</td><td class=\"mono\">%s</td></tr>" % (
+    rows = "\n".join("<tr><td>%s</td><td>%s</td><td>%s</td><td class=\"mono\">%s</td></tr>" % (
         _e(name), _e(", ".join(str(rail) for rail in entry["rails"])), _e(entry["hosts"]),
         _e("; ".join("%s: %s rail %s" % (port["port"], port["host"], port["rail"]) for port in entry["ports"])))
         for name, entry in switches.items())

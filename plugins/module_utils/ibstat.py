@@ -111,7 +111,7 @@ _PORT_FIELDS = {
 
 def _new_port(number):
     port = {"port": number}
-    for name, _ in _PORT_FIELDS.values():
+    for name, unused_convert in _PORT_FIELDS.values():
         port[name] = None
     return port
 

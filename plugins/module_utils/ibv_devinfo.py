@@ -62,7 +62,7 @@ _PORT_FIELDS = {
 
 def _new_port(number):
     port = {"port": number, "rate_gbps": None, "gids": []}
-    for name, _ in _PORT_FIELDS.values():
+    for name, unused_convert in _PORT_FIELDS.values():
         port[name] = None
     return port
 
@@ -96,7 +96,7 @@ def parse_ibv_devinfo(text):
         match = _HCA.match(line)
         if match:
             device = {"name": match.group(1), "ports": []}
-            device.update({name: None for name, _ in _DEVICE_FIELDS.values()})
+            device.update({field[0]: None for field in _DEVICE_FIELDS.values()})
             devices.append(device)
             port = None
             continue

@@ -69,10 +69,14 @@ def _is_id_object(value):
 def _chassis(raw):
     """Return (name, body) of a chassis in either format."""
     if isinstance(raw, list):  # json0: [{"id": [...], "name": [...], ...}]
-        body = _first(raw) or {}
+        body = _first(raw)
+        if not isinstance(body, dict):
+            raise ParseError(COMMAND, "a chassis entry is %s, not an object" % type(body).__name__)
         return _text(body.get("name")), body
-    if not isinstance(raw, dict):
+    if raw is None:
         return None, {}
+    if not isinstance(raw, dict):
+        raise ParseError(COMMAND, "a chassis is %s, not an object" % type(raw).__name__)
     if "id" in raw and _is_id_object(raw["id"]):
         # json without a system name: the chassis object is the body itself.
         return _text(raw.get("name")), raw
@@ -111,8 +115,9 @@ def _neighbor(local_interface, body):
     vlans = []
     raw_vlans = body.get("vlan")
     for vlan in raw_vlans if isinstance(raw_vlans, list) else ([raw_vlans] if raw_vlans else []):
-        if isinstance(vlan, dict) and vlan.get("vlan-id") is not None:
-            vlans.append(int(vlan["vlan-id"]))
+        vlan_id = _text(vlan.get("vlan-id")) if isinstance(vlan, dict) else None
+        if vlan_id and vlan_id.isdigit():
+            vlans.append(int(vlan_id))
     return {
         "local_interface": local_interface,
         "via": _text(body.get("via")),
@@ -141,6 +146,8 @@ def _interfaces(lldp):
         if isinstance(interfaces, dict):
             # json, one neighbour: {"eth0": {...}}; json0 never uses a dict here.
             interfaces = [interfaces]
+        if not isinstance(interfaces, list):
+            raise ParseError(COMMAND, "'interface' holds %s instead of a list or an object" % type(interfaces).__name__)
         for entry in interfaces:
             if not isinstance(entry, dict):
                 raise ParseError(COMMAND, "an interface entry is %s, not an object" % type(entry).__name__)

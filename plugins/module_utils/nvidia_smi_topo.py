@@ -134,7 +134,7 @@ def parse_nvidia_smi_topo(text):
         links = matrix[gpu["name"]]
         ranked = [(LINK_RANK[links[nic]], nic) for nic in nic_label if links.get(nic) in LINK_RANK]
         if ranked:
-            best = min(rank for rank, _ in ranked)
+            best = min(ranked)[0]
             nearest_nics[gpu["name"]] = [nic_label[nic] for rank, nic in ranked if rank == best]
             best_code = next(links[nic] for rank, nic in ranked if rank == best)
             nearest_link[gpu["name"]] = LINK_ALIASES.get(best_code, best_code)

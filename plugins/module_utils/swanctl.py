@@ -256,7 +256,9 @@ def summarize_initiate(text):
             if found and found.group(0) not in reasons:
                 reasons.append(found.group(0))
                 break
-    return reasons
+    # swanctl prints its verdict before the streamed log; the causes read better first.
+    return [r for r in reasons if not r.startswith("initiate failed")] + \
+        [r for r in reasons if r.startswith("initiate failed")]
 
 
 def evaluate_sas(sas, expected, encryption=None):

@@ -84,6 +84,12 @@ def build_mesh(local_name, nodes, vlan_subnets=None, gateways=None, revoked=None
     bypass_networks: networks that never enter a tunnel (all protocols), for monitoring or out-of-band paths.
     """
     revoked = set(revoked or [])
+    for entry in list(nodes) + list(gateways or []):
+        if not isinstance(entry, dict) or not entry.get("name"):
+            raise MeshError("every mesh member and gateway needs a name, got %r" % (entry,))
+        if not entry.get("address"):
+            raise MeshError("host %s lacks address: set ipsec_address for it in the inventory (or gather its "
+                            "facts in this play)" % entry["name"])
     by_name = {}
     for node in nodes:
         if node["name"] in by_name:

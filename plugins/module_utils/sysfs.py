@@ -90,7 +90,7 @@ def collect_sysfs(root="/sys", gpu_pci_addresses=()):
 def read_tree(root):
     """Every regular file under root (a snapshot's sys/ directory) as {relative path: content}."""
     found = {}
-    for directory, _, files in os.walk(root):
+    for directory, unused_subdirs, files in os.walk(root):
         for name in files:
             path = os.path.join(directory, name)
             content = _read(path)

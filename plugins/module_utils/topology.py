@@ -54,6 +54,9 @@ PACKAGE_HINTS = {
     "lldpctl": "install and start lldpd",
 }
 
+# PCI/IEEE vendor ids ibv_devinfo prints for NVIDIA (Mellanox) HCAs.
+MELLANOX_VENDOR_IDS = ("0x02c9", "0x15b3")
+
 # A GPU whose nearest NIC is this far away sends GPUDirect RDMA traffic across the CPU interconnect.
 CROSS_SOCKET_LINK = "SYS"
 
@@ -81,7 +84,7 @@ def _gpus(sources, sysfs, findings, reasons):
     if topo is None and not query:
         reason = (reasons.get("nvidia_smi_topo") or reasons.get("nvidia_smi_query")
                   or "no nvidia-smi output was available")
-        return {"available": False, "reason": reason, "devices": []}, None
+        return {"available": False, "reason": reason, "devices": []}
 
     by_index = {}
     for gpu in query or []:
@@ -112,7 +115,7 @@ def _gpus(sources, sysfs, findings, reasons):
                  "nvidia-smi topo -m printed no NIC Legend: %s cannot be matched to RDMA device names"
                  % ", ".join(nic["name"] for nic in topo["nics"]))
     return {"available": bool(devices), "reason": None if devices else "nvidia-smi listed no GPU",
-            "devices": devices}, topo
+            "devices": devices}
 
 
 def _port_template(number):
@@ -125,6 +128,16 @@ def _fill(port, values, keys):
     for key in keys:
         if port.get(key) is None and values.get(key) is not None:
             port[key] = values[key]
+
+
+def _verbs_model(device):
+    """ibv_devinfo gives no model name; NVIDIA/Mellanox HCAs are named MT<vendor_part_id> (hca_type, ibstat)."""
+    part = device.get("vendor_part_id")
+    if part is None:
+        return None
+    if (device.get("vendor_id") or "").lower() in MELLANOX_VENDOR_IDS:
+        return "MT%d" % part
+    return "vendor_part_id %d" % part
 
 
 def _rdma(sources, sysfs, interfaces, findings, reasons):
@@ -180,8 +193,7 @@ def _rdma(sources, sysfs, interfaces, findings, reasons):
             ports.append(port)
         devices.append({
             "name": name,
-            "model": from_sysfs.get("hca_type") or ca.get("ca_type")
-            or (("vendor_part_id %s" % verbs["vendor_part_id"]) if verbs.get("vendor_part_id") else None),
+            "model": from_sysfs.get("hca_type") or ca.get("ca_type") or _verbs_model(verbs),
             "firmware": from_sysfs.get("fw_ver") or ca.get("firmware_version") or verbs.get("fw_ver"),
             "pci_address": pci,
             "numa_node": from_sysfs.get("numa_node"),
@@ -232,10 +244,14 @@ def _lldp(sources, findings, reasons):
     return {"available": True, "reason": None, "neighbors": neighbors}
 
 
-def _rails(gpus, rdma, lldp, findings):
+def _rails(gpus, rdma, lldp, interfaces, findings):
     """Rail i: GPU i and its nearest RDMA NIC, each NIC given to one GPU when the topology allows."""
     devices = {device["name"]: device for device in rdma["devices"]}
     neighbors = neighbors_by_interface(lldp["neighbors"])
+    slaves = {}
+    for interface in interfaces:
+        if interface["bond_master"]:
+            slaves.setdefault(interface["bond_master"], []).append(interface["name"])
     taken = {}
     rails = []
     for gpu in gpus["devices"]:
@@ -251,7 +267,9 @@ def _rails(gpus, rdma, lldp, findings):
         ports = device.get("ports", [])
         port = next((p for p in ports if p["state"] == "ACTIVE"), ports[0] if ports else {})
         netdev = port.get("netdev") or device.get("netdev")
-        neighbor = (neighbors.get(netdev) or [None])[0] if netdev else None
+        # A RoCE LAG device (mlx5_bond_0) sits on a bond: LLDP runs on its slaves.
+        seen = neighbors.get(netdev) or [n for slave in slaves.get(netdev, []) for n in neighbors.get(slave, [])]
+        neighbor = seen[0] if netdev and seen else None
         rails.append({
             "rail": gpu["index"],
             "gpu": gpu["name"],
@@ -270,7 +288,7 @@ def _rails(gpus, rdma, lldp, findings):
     return rails
 
 
-def _host_findings(gpus, rdma, rails, findings):
+def _host_findings(gpus, rdma, rails, interfaces, findings):
     rail_devices = {rail["device"] for rail in rails}
     for gpu in gpus["devices"]:
         if gpu["nearest_link"] == CROSS_SOCKET_LINK:
@@ -293,7 +311,7 @@ def _host_findings(gpus, rdma, rails, findings):
                 _finding(findings, "warning", "no_roce_v2_gid",
                          "%s (RoCE) has no RoCE v2 GID: give its netdev %s an IP address" % (label, port["netdev"]))
     for (model, link_layer), members in sorted(groups.items(), key=lambda item: str(item[0])):
-        best = max(rate for _, rate in members)
+        best = max(member[1] for member in members)
         for label, rate in members:
             if rate < best:
                 _finding(findings, "warning", "rate_below_peers",
@@ -308,6 +326,13 @@ def _host_findings(gpus, rdma, rails, findings):
                          "rail %d (%s, %s port %s) runs at %g Gb/s, below the %g Gb/s of the fastest rail: "
                          "collectives run at the pace of the slowest rail"
                          % (rail["rail"], rail["gpu"], rail["device"], rail["port"], rail["rate_gbps"], best))
+    mtus = {interface["name"]: interface["mtu"] for interface in interfaces}
+    rail_mtus = {rail["rail"]: mtus.get(rail["netdev"]) for rail in rails if mtus.get(rail["netdev"])}
+    if len(set(rail_mtus.values())) > 1:
+        _finding(findings, "warning", "rail_mtu_mismatch", "the rails' netdevs have different MTUs (%s): RoCE and "
+                 "IPoIB paths of a collective then differ in packet size" % ", ".join(
+                     "rail %d %s=%d" % (rail, next(r["netdev"] for r in rails if r["rail"] == rail), mtu)
+                     for rail, mtu in sorted(rail_mtus.items())))
     for device in rdma["devices"]:
         for port in device["ports"]:
             port.pop("gids_known", None)
@@ -322,12 +347,12 @@ def build_topology(sources, source="live"):
     sysfs = sources.get("sysfs") or {}
     findings = []
     interfaces = sysfs_utils.net_interfaces(sysfs)
-    gpus, _ = _gpus(sources, sysfs, findings, reasons)
+    gpus = _gpus(sources, sysfs, findings, reasons)
     rdma = _rdma(sources, sysfs, interfaces, findings, reasons)
     bonds = _bonds(sources, interfaces, findings, reasons)
     lldp = _lldp(sources, findings, reasons)
-    rails = _rails(gpus, rdma, lldp, findings)
-    _host_findings(gpus, rdma, rails, findings)
+    rails = _rails(gpus, rdma, lldp, interfaces, findings)
+    _host_findings(gpus, rdma, rails, interfaces, findings)
     return {
         "schema_version": SCHEMA_VERSION,
         "source": source,
@@ -371,9 +396,10 @@ def collect_live(run, which, sys_root="/sys", proc_root="/proc", timeout=30):
             return None
         full = [path] + argv[1:]
         if timeout_bin:
-            full = [timeout_bin, str(timeout)] + full
+            # KILL 5 s after TERM: a tool stuck in the driver may ignore TERM.
+            full = [timeout_bin, "-k", "5", str(timeout)] + full
         rc, out, err = run(full)
-        if rc == 124 and timeout_bin:
+        if rc in (124, 137) and timeout_bin:
             reasons[key] = "%s timed out after %d s" % (" ".join(argv), timeout)
             return None
         if rc != 0:
@@ -468,16 +494,34 @@ def snapshot_files(sources):
     return files
 
 
-def write_capture(directory, sources, check_mode=False):
-    """Write the raw sources into directory; return the relative paths whose content changed.
+def _layout_files(directory):
+    """Files already in directory that belong to the snapshot layout (never any other file)."""
+    found = set()
+    for filename in list(SNAPSHOT_FILES.values()) + [SNAPSHOT_REASONS_FILE]:
+        if os.path.isfile(os.path.join(directory, filename)):
+            found.add(filename)
+    for subdir in (SNAPSHOT_BONDING_DIR, SNAPSHOT_SYSFS_DIR):
+        for root, unused_dirs, files in os.walk(os.path.join(directory, subdir)):
+            for name in files:
+                found.add(os.path.relpath(os.path.join(root, name), directory).replace(os.sep, "/"))
+    return found
 
-    Files are replaced atomically; in check mode nothing is written and the would-be changes are returned.
+
+def write_capture(directory, sources, check_mode=False):
+    """Write the raw sources into directory; return the relative paths written or removed.
+
+    Files are replaced atomically and only when their content differs. Layout files left from an earlier
+    capture that this one did not read are removed, so that the snapshot never mixes two states of the
+    host; other files in directory are left alone. In check mode nothing is written and the would-be
+    changes are returned.
     """
+    wanted = snapshot_files(sources)
     changed = []
-    for relpath, content in sorted(snapshot_files(sources).items()):
+    root = os.path.normpath(directory)
+    for relpath, content in sorted(wanted.items()):
         # sysfs names never hold "..", but a snapshot path must stay inside directory whatever it is given.
-        path = os.path.normpath(os.path.join(directory, relpath))
-        if not path.startswith(os.path.normpath(directory) + os.sep):
+        path = os.path.normpath(os.path.join(root, relpath))
+        if not path.startswith(root + os.sep):
             raise ValueError("refusing to write %s outside %s" % (relpath, directory))
         try:
             with open(path, "r", encoding="utf-8", errors="replace") as handle:
@@ -499,4 +543,9 @@ def write_capture(directory, sources, check_mode=False):
             if os.path.exists(tmp_path):
                 os.unlink(tmp_path)
             raise
+    stale = sorted(_layout_files(root) - set(wanted)) if os.path.isdir(root) else []
+    for relpath in stale:
+        changed.append(relpath)
+        if not check_mode:
+            os.unlink(os.path.join(root, relpath))
     return changed

@@ -56,7 +56,7 @@ attributes:
   diff_mode:
     support: none
 notes:
-  - Never reports a change: it only measures.
+  - Never reports a change, as it only measures.
 seealso:
   - module: gpufabric.core.bandwidth_server
 """
@@ -124,7 +124,7 @@ results:
       rc: 0
       started_at: 1796034399.12
       ended_at: 1796034409.87
-      binding: no NUMA node for this path: not bound
+      binding: "no NUMA node for this path: not bound"
       command: iperf3 -c 10.0.0.2 -p 5201 -t 10 -P 1 -J --bidir
       details: {}
 """

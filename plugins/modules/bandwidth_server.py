@@ -57,7 +57,7 @@ attributes:
   diff_mode:
     support: none
 notes:
-  - O(state=started) reports no change: the server is transient and leaves nothing behind.
+  - O(state=started) reports no change, because the server is transient and leaves nothing behind.
     O(state=stopped) reports a change only when it had to stop a server that still ran,
     which happens when the client never connected.
   - The server's TCP port must be free; the module fails naming the port otherwise.

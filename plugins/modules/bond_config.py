@@ -210,15 +210,17 @@ BACKEND_DEFAULTS = {
 }
 NETWORKD_BINARIES = ("/lib/systemd/systemd-networkd", "/usr/lib/systemd/systemd-networkd")
 # Runs inside `unshare --mount --net`: networkd loads a copy of the future configuration directory, logs what
-# it rejects, and can touch nothing of the host (private mounts, empty network namespace, no D-Bus).
+# it rejects, and can touch nothing of the host: private mounts, an empty network namespace, no D-Bus, and no
+# privileges at all (the systemd-network user without capabilities; parsing needs none).
 _NETWORKD_SANDBOX = r"""
 set -e
 mount --make-rprivate /
 mount -t tmpfs tmpfs /run/systemd
 mkdir -p /run/systemd/network /run/systemd/netif/links /run/systemd/netif/leases /run/systemd/netif/lldp
-chown -R systemd-network:systemd-network /run/systemd/netif 2>/dev/null || true
+chown -R systemd-network:systemd-network /run/systemd/netif
 mount --bind "$1" "$2"
-exec env SYSTEMD_LOG_TARGET=console SYSTEMD_LOG_LEVEL=info SYSTEMD_LOG_COLOR=0 \
+exec setpriv --reuid=systemd-network --regid=systemd-network --clear-groups --inh-caps=-all --bounding-set=-all \
+    env SYSTEMD_LOG_TARGET=console SYSTEMD_LOG_LEVEL=info SYSTEMD_LOG_COLOR=0 \
     DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent "$3"
 """
 

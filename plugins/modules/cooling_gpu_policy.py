@@ -14,7 +14,7 @@ description:
     what differs - persistence mode (C(-pm)), power limit (C(-pl)) and application clocks (C(-ac)).
   - GPUs whose model is not in O(models) are left alone and listed in RV(unmanaged).
   - A power limit outside the GPU's own range, or clocks on a GPU that reports none, fail the task before any
-    GPU changes.
+    GPU changes. When a command fails midway, the settings this run already changed are put back.
   - When C(nvidia-smi) is not installed the module changes nothing and returns RV(available=false) with the
     reason, so one play can cover GPU and CPU-only hosts.
   - Power limits and application clocks set with C(nvidia-smi) last until the driver unloads or the host
@@ -90,6 +90,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.cooling_gpu import 
     model_policy_problems,
     parse_gpu_query,
     plan_gpu_policy,
+    revert_args,
 )
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
 
@@ -128,11 +129,16 @@ def main():
         }
     if module.check_mode:
         module.exit_json(**result)
+    applied = []
     for change in plan["changes"]:
         rc, out, err = module.run_command([binary] + change["args"])
         if rc != 0:
-            module.fail_json(msg="nvidia-smi %s failed (exit %d) on GPU %d: %s; settings before it in `changes` were applied"
-                             % (" ".join(change["args"]), rc, change["index"], (err or out).strip()), **result)
+            # Nothing half-applied: put back what this run already changed, newest first.
+            reverted = [module.run_command([binary] + revert_args(done))[0] == 0 for done in reversed(applied)]
+            module.fail_json(msg="nvidia-smi %s failed (exit %d) on GPU %d: %s; %d earlier change(s) reverted%s"
+                             % (" ".join(change["args"]), rc, change["index"], (err or out).strip(), sum(reverted),
+                                "" if all(reverted) else ", %d could not be reverted" % reverted.count(False)), **result)
+        applied.append(change)
     module.exit_json(**result)
 
 

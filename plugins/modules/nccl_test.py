@@ -94,7 +94,7 @@ attributes:
   diff_mode:
     support: none
 notes:
-  - Never reports a change: it only measures.
+  - Never reports a change, as it only measures.
   - Multi-node runs need passwordless SSH between the hosts for mpirun, as any MPI launch does.
 seealso:
   - module: gpufabric.core.bandwidth_client

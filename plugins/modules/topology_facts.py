@@ -31,8 +31,10 @@ options:
       - "Layout: C(nvidia-smi-topo-m.txt), C(nvidia-smi-query-gpu.csv), C(ibstat.txt), C(ibv_devinfo.txt),
         C(lldpctl.json), C(proc/net/bonding/<bond>), C(sys/<path>) for every sysfs file read, and
         C(reasons.json) explaining the sources that were not available."
-      - Files are replaced atomically and only when their content differs; the module reports C(changed)
-        when it wrote a file. LLDP ages and link counters move, so a later capture usually changes.
+      - Files are replaced atomically and only when their content differs; layout files left by an earlier
+        capture that this run did not read are removed, so the directory never mixes two states of the host
+        (other files in it are left alone). The module reports C(changed) when it wrote or removed a file;
+        LLDP neighbour ages move, so a capture of a host running lldpd usually changes.
       - Mutually exclusive with O(snapshot).
     type: path
   snapshot:
@@ -67,16 +69,19 @@ seealso:
     link: https://github.com/gpufabric/gpufabric.core/blob/main/docs/topology.md
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Discovery only reads. With O(capture), check mode writes nothing and reports the files that would change.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
     details: The files a capture wrote are listed in RV(capture_files); their content is not diffed.
   facts:
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
     details: Returns C(ansible_facts.gpufabric_topology).
 author:
-  - gpufabric.core contributors
+  - gpufabric.core contributors (@gpufabric)
 """
 
 EXAMPLES = r"""
@@ -173,7 +178,7 @@ ansible_facts:
           sample:
             - {severity: error, kind: port_down, message: "mlx5_7 port 1 is DOWN (physical state Disabled)"}
 capture_files:
-  description: Files (relative to O(capture)) written, or that would be written in check mode, because their content changed.
+  description: Files (relative to O(capture)) written or removed, or that would be in check mode.
   returned: when O(capture) is set
   type: list
   elements: str
@@ -220,7 +225,7 @@ def main():
             # LC_ALL=C: the parsers read the tools' English output.
             return module.run_command(argv, environ_update={"LC_ALL": "C", "LANG": "C"})
 
-        sources = collect_live(run, lambda name: module.get_bin_path(name), sys_root=params["sys_root"],
+        sources = collect_live(run, module.get_bin_path, sys_root=params["sys_root"],
                                proc_root=params["proc_root"], timeout=params["timeout"])
         origin = "live"
 

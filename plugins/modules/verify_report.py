@@ -18,8 +18,8 @@ description:
   - "Gate: a host's rail passes when at least half of its pair tests reach the expected
     bandwidth: the highest absolute threshold of the host's groups in O(thresholds_gbps), else
     O(gate_percent) of the detected port rate of the pair's slower end."
-  - Usually runs once on the controller (C(delegate_to: localhost), C(run_once: true)).
-  - The module never fails on a gate: it returns RV(verdicts), and the caller fails the hosts
+  - "Usually runs once on the controller (C(delegate_to: localhost), C(run_once: true))."
+  - The module never fails on a gate. It returns RV(verdicts), and the caller fails the hosts
     that failed, so the report is always written first.
 author: gpufabric.core contributors
 options:
@@ -83,9 +83,9 @@ attributes:
   diff_mode:
     support: none
 notes:
-  - The report holds fresh measurements, so files change on every run; callers that treat
+  - "The report holds fresh measurements, so files change on every run; callers that treat
     the report as an output of the run rather than as managed state mark the task
-    C(changed_when: false), as the C(gpufabric.core.verify) role does.
+    C(changed_when: false), as the C(gpufabric.core.verify) role does."
 seealso:
   - module: gpufabric.core.bandwidth_client
   - module: gpufabric.core.nccl_test

@@ -17,11 +17,8 @@ def _live_neighbours(host):
     return found
 
 
-def test_lldpd_runs(host):
-    assert host.service("lldpd").is_running
-
-
 def test_map_rails_match_live_lldp(host, fabric_map):
+    # lldpctl answering at all proves lldpd runs; one call per node keeps the podman connection's cost low.
     name = host.backend.get_hostname()
     live = _live_neighbours(host)
     rails = fabric_map["hosts"][name]["rails"]

@@ -1,5 +1,6 @@
 """The fabric map of the lab: node3's swapped cables are reported, node1 and node2 are aligned."""
 
+import json
 import os
 import subprocess
 
@@ -59,13 +60,48 @@ def test_html_page_shows_the_miscabled_links(fabric_html):
 def test_default_policy_fails_on_the_miscabled_node(tmp_path):
     """discover.yml with discover_fail_on left at error fails, naming the miscabled rails."""
     project = os.environ["MOLECULE_PROJECT_DIRECTORY"]
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH="%s/.build/collections" % project,
-               ANSIBLE_CONFIG="%s/ansible.cfg" % project, ANSIBLE_FORCE_COLOR="false")
     result = subprocess.run(
         ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], "%s/playbooks/discover.yml" % project,
          "-e", "discover_hosts=gpu_nodes", "-e", "discover_report_dir=%s" % tmp_path],
-        env=env, capture_output=True, text=True, timeout=300, check=False)
+        env=_ansible_env(), capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 2, result.stdout[-3000:]
     assert "2 findings at or above 'error'" in result.stdout
     assert "discover-node3 rail 1 (eth2) reaches leaf-a port swp3" in result.stdout
     assert (tmp_path / "fabric_map.json").is_file()  # written before the policy failed
+
+
+def _ansible_env():
+    project = os.environ["MOLECULE_PROJECT_DIRECTORY"]
+    return dict(os.environ, ANSIBLE_COLLECTIONS_PATH="%s/.build/collections" % project,
+                ANSIBLE_CONFIG="%s/ansible.cfg" % project, ANSIBLE_FORCE_COLOR="false")
+
+
+def test_snapshots_give_the_same_map_offline(tmp_path, fabric_map):
+    """Capture each node's raw sources, copy them to the controller and map them offline: same fabric."""
+    project = os.environ["MOLECULE_PROJECT_DIRECTORY"]
+    capture = subprocess.run(
+        ["ansible", "-i", os.environ["MOLECULE_INVENTORY_FILE"], "gpu_nodes", "-m", "gpufabric.core.topology_facts",
+         "-a", "capture=/var/tmp/gpufabric-snapshot"],
+        env=_ansible_env(), capture_output=True, text=True, timeout=300, check=False)
+    assert capture.returncode == 0, capture.stdout[-3000:]
+    hosts = []
+    for node in CABLING:
+        subprocess.run(["podman", "cp", "%s:/var/tmp/gpufabric-snapshot" % node, str(tmp_path / node)], check=True)
+        assert (tmp_path / node / "lldpctl.json").is_file()
+        hosts.append("    %s: {gpufabric_snapshot_dir: %s}" % (node, tmp_path / node))
+    inventory = tmp_path / "snapshots.yml"
+    inventory.write_text("all:\n  hosts:\n%s\n  vars:\n    ansible_connection: local\n"
+                         "    gpufabric_rail_interfaces: [eth1, eth2]\n    gpufabric_peer_group: lab\n"
+                         % "\n".join(hosts))
+    result = subprocess.run(
+        ["ansible-playbook", "-i", str(inventory), "%s/playbooks/discover.yml" % project,
+         "-e", "discover_report_dir=%s/reports" % tmp_path, "-e", "discover_fail_on=never"],
+        env=_ansible_env(), capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout[-3000:]
+    offline = json.loads((tmp_path / "reports" / "fabric_map.json").read_text())
+    assert offline["hosts"]["discover-node3"]["source"] == "snapshot:%s" % (tmp_path / "discover-node3")
+    for host in CABLING:
+        keys = ("rail", "netdev", "switch", "switch_port", "mtu", "state", "aligned")
+        assert [{key: rail[key] for key in keys} for rail in offline["hosts"][host]["rails"]] == \
+            [{key: rail[key] for key in keys} for rail in fabric_map["hosts"][host]["rails"]]
+    assert offline["summary"]["miscabled_hosts"] == ["discover-node3"]

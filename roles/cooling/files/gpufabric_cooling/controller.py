@@ -155,11 +155,13 @@ class Controller:
                 self.fan(name).write(duty)
                 written = True
             except BackendError as exc:
-                reasons.append("writing %.0f %% to fan group %s failed: %s" % (duty, name, exc))
+                reasons.append("writing the duty of fan group %s failed: %s" % (name, exc))
                 written = False
-                self._fail_safe_write(name)
                 failsafe = True
-            self._log_transition(name, reasons)
+            changed = self._log_transition(name, reasons)
+            if not written:
+                # Retried every cycle; logged when the situation changes, not once a second.
+                self._fail_safe_write(name, logging.ERROR if changed else logging.DEBUG)
             groups[name] = {"duty": FULL_DUTY if failsafe else duty, "target": target, "failsafe": failsafe,
                             "written": written, "reasons": reasons}
         self._store_saved_modes()
@@ -171,32 +173,34 @@ class Controller:
         self.write_state()
         return self.snapshot
 
-    def _fail_safe_write(self, name):
+    def _fail_safe_write(self, name, level):
         """After a failed write: try full duty, then the BMC's own control. Log what each answered."""
         try:
             fan = self.fan(name)
         except BackendError as exc:
-            LOG.error("fan group %s: cannot reach its fan backend for fail-safe: %s", name, exc)
+            LOG.log(level, "fan group %s: cannot reach its fan backend for fail-safe: %s", name, exc)
             return
         try:
             fan.write(FULL_DUTY)
-            LOG.warning("fan group %s: fail-safe 100 %% written", name)
+            LOG.log(level, "fan group %s: fail-safe 100 %% written", name)
             return
         except BackendError as exc:
-            LOG.error("fan group %s: fail-safe 100 %% refused: %s", name, exc)
+            LOG.log(level, "fan group %s: fail-safe 100 %% refused: %s", name, exc)
         try:
             fan.handback()
-            LOG.warning("fan group %s: control handed back to the BMC", name)
+            LOG.log(level, "fan group %s: control handed back to the BMC", name)
         except BackendError as exc:
-            LOG.error("fan group %s: hand-back to the BMC refused too: %s; the BMC's own policy stays in charge", name, exc)
+            LOG.log(level, "fan group %s: hand-back to the BMC refused too: %s; the BMC's own policy stays in charge", name, exc)
 
     def _log_transition(self, name, reasons):
         previous = self.last_reasons.get(name)
-        if reasons and reasons != previous:
+        changed = reasons != previous
+        if reasons and changed:
             LOG.error("fan group %s: FAIL-SAFE 100 %%: %s", name, "; ".join(reasons))
         elif not reasons and previous:
             LOG.warning("fan group %s: sensors readable again, leaving fail-safe", name)
         self.last_reasons[name] = reasons
+        return changed
 
     # -- stop path ---------------------------------------------------------------------------------
     def stop_action(self, why):

@@ -42,7 +42,7 @@ def _filter(name):
 
 
 def test_each_plugin_file_exposes_exactly_its_filter():
-    for name, (plugin, _) in FILTERS.items():
+    for name, (plugin, unused_capture) in FILTERS.items():
         assert list(plugin.FilterModule().filters()) == [name]
 
 

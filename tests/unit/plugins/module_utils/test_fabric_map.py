@@ -29,6 +29,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map import (
 )
 from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map_html import render_html
 from ansible_collections.gpufabric.core.plugins.module_utils.lldp import parse_lldp
+from ansible_collections.gpufabric.core.plugins.module_utils.topology import build_topology
 
 SONIC = "lldp/unifabric-json0-gpu-rails-sonic-leaves.txt"
 B2B = "lldp/unifabric-json0-server-h3c-and-b2b.txt"
@@ -209,6 +210,7 @@ def test_rate_mtu_and_down_ports():
     fleet = {"n1": _gpu_host(devices, leaves, slot=8), "n2": _gpu_host(devices, leaves, slot=16),
              "n3": _gpu_host(devices, leaves, rate=200.0, active_mtu=1024, mtu=1500, slot=24),
              "n4": _gpu_host(devices, leaves, down=(1,), slot=32)}
+    fleet["n4"]["findings"] = [{"severity": "error", "kind": "port_down", "message": "mlx5_1 port 1 is DOWN"}]
     fabric = build_fabric_map(fleet)
     rate = _kinds(fabric, "rate_mismatch")
     assert sorted((item["host"], item["rail"]) for item in rate) == [("n3", 0), ("n3", 1)]
@@ -216,13 +218,48 @@ def test_rate_mtu_and_down_ports():
     mtu = _kinds(fabric, "mtu_mismatch")
     assert sorted((item["host"], item["rail"], "RDMA" in item["message"]) for item in mtu) == [
         ("n3", 0, False), ("n3", 0, True), ("n3", 1, False), ("n3", 1, True)]
+    # topology_facts reports RDMA ports down on the host; the map lists them without repeating the finding.
     down = _kinds(fabric, "port_down")
-    assert [(item["host"], item["rail"], item["severity"]) for item in down] == [("n4", 1, "error")]
-    assert "mlx5_1 port 1, ens2np0" in down[0]["message"] and down[0]["message"].endswith("is DOWN")
+    assert [(item["scope"], item["host"], item["message"]) for item in down] == [
+        ("host", "n4", "n4: mlx5_1 port 1 is DOWN")]
+    assert fabric["summary"]["rail_ports_down"] == ["n4 rail 1 (mlx5_1 port 1, ens2np0)"]
     assert fabric["hosts"]["n3"]["status"] == "warning"
     assert fabric["summary"]["hosts_by_status"] == {"ok": 2, "warning": 1, "error": 1}
     # Errors sort first.
     assert fabric["findings"][0]["severity"] == "error"
+
+
+def test_netdev_rail_down_is_a_fleet_finding(sonic_neighbours):
+    down = _host_from_lldp(sonic_neighbours, operstate="lowerlayerdown")
+    fabric = build_fabric_map({"h": down}, rail_interfaces={"h": SONIC_RAILS[:1]})
+    assert [(item["kind"], item["severity"], item["message"]) for item in fabric["findings"]] == [
+        ("port_down", "error", "h rail 0 (ens108np0) is LOWERLAYERDOWN")]
+
+
+def test_fleet_from_real_gpu_and_rdma_outputs():
+    """Facts built by topology.build_topology from captured `nvidia-smi topo -m` and `ibstat` of HGX H100 RoCE
+    servers: two hosts healthy, one whose mlx5_5 (rail 5) is down."""
+    topo = read_fixture("nvidia_smi_topo/sglang-30401-hgx-h100-8gpu-8nic.txt")
+    healthy = read_fixture("ibstat_ibv_devinfo/gpud-h100-ibstat-8x-cx7-roce-400g-4x-cx6dx.txt")
+    some_down = read_fixture("ibstat_ibv_devinfo/gpud-h100-ibstat-8x-cx7-roce-some-down.txt")
+    fleet = {host: build_topology({"nvidia_smi_topo": topo, "ibstat": ibstat})
+             for host, ibstat in (("h100-a", healthy), ("h100-b", healthy), ("h100-c", some_down))}
+    fabric = build_fabric_map(fleet)
+    rails = fabric["hosts"]["h100-a"]["rails"]
+    assert fabric["hosts"]["h100-a"]["rail_source"] == "gpu"
+    assert [(rail["gpu"], rail["device"]) for rail in rails] == [("GPU%d" % i, "mlx5_%d" % i) for i in range(8)]
+    # The captured box pairs GPU1, GPU2 and GPU7 with 100 Gb/s ConnectX-6 Dx ports, the others with 400 Gb/s.
+    assert [rail["rate_gbps"] for rail in rails] == [400.0, 100.0, 100.0, 400.0, 400.0, 400.0, 400.0, 100.0]
+    assert {rail["link_layer"] for rail in rails} == {"Ethernet"}
+    assert fabric["summary"]["rail_ports_down"] == ["h100-c rail 5 (mlx5_5 port 1)"]
+    # A port down shows ibstat's 40 Gb/s: no rate mismatch is claimed for it.
+    assert _kinds(fabric, "rate_mismatch") == []
+    assert fabric["hosts"]["h100-c"]["status"] == "error"
+    assert fabric["hosts"]["h100-a"]["status"] == "warning"  # its own slow rails and no LLDP
+    assert [item["host"] for item in _kinds(fabric, "no_lldp")] == ["h100-a", "h100-b", "h100-c"]
+    # All three carry the same 12 RDMA devices.
+    assert _kinds(fabric, "rdma_devices_differ") == []
+    assert len(fabric["hosts"]["h100-c"]["rdma_devices"]) == 12
 
 
 def test_tie_is_reported_as_ambiguous_not_as_miscabled():

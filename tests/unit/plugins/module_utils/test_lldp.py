@@ -15,6 +15,8 @@ import json
 
 import pytest
 from fixture_data import fixture_names, read_fixture
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpufabric.core.plugins.module_utils.lldp import neighbors_by_interface, parse_lldp
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
@@ -404,3 +406,33 @@ def test_garbage_raises_a_clear_parse_error(garbage, message):
     with pytest.raises(ParseError, match="lldpctl -f json") as error:
         parse_lldp(garbage)
     assert message in str(error.value)
+
+
+def _paths(node, path=()):
+    if path:
+        yield path
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _paths(value, path + (key,))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _paths(value, path + (index,))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_damaged_json_gives_neighbours_or_a_parse_error_never_a_traceback(data):
+    """Any value of a real capture replaced by another JSON type: parsed, or ParseError."""
+    sources = [read_fixture("%s/%s" % (FOLDER, name)) for name in sorted(EXPECTED)]
+    decoded = json.loads(data.draw(st.sampled_from(sources + [LLDPD_1_0_16_JSON_ONE_NEIGHBOUR,
+                                                              LLDPD_1_0_16_JSON_TWO_NEIGHBOURS])))
+    path = data.draw(st.sampled_from(list(_paths(decoded))))
+    target = decoded
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = data.draw(st.sampled_from([None, 1, True, "x", [], {}, [None], {"value": 3}, [{"id": 5}]]))
+    try:
+        neighbors = parse_lldp(decoded)
+    except ParseError:
+        return
+    assert all(isinstance(neighbor["local_interface"], str) for neighbor in neighbors)

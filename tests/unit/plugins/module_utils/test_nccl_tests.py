@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from fixture_data import fixture_names, read_fixture
 
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_tests import parse_nccl_tests
@@ -191,3 +193,19 @@ def test_extra_column_is_skipped():
 def test_unknown_formats_raise_parse_error(text, message):
     with pytest.raises(ParseError, match="cannot parse `nccl-tests` output: .*" + message):
         parse_nccl_tests(text)
+
+
+_FIXTURE_LINES = [
+    line for relpath in sorted(RUNS_WITH_RESULTS) + RUNS_CUT_BEFORE_RESULTS for line in read_fixture(relpath).split("\n")
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_FIXTURE_LINES) | st.text(max_size=80), max_size=40))
+def test_any_mix_of_lines_parses_or_raises_parse_error(lines):
+    # Shuffled, cut and garbled outputs must never end in a traceback, and never pass silently.
+    try:
+        result = parse_nccl_tests("\n".join(lines))
+    except ParseError:
+        return
+    assert result["error"] is not None or (result["rows"] and result["avg_bus_bandwidth"] is not None)

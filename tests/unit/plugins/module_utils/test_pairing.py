@@ -139,6 +139,18 @@ def test_quick_pairs_cross_racks_when_locality_allows(racks, per_rack):
     assert same_rack
 
 
+def test_quick_plans_a_thousand_hosts():
+    # 1000 hosts in 40 racks of 25, two leaves a rack: a large fleet plans in well under a second.
+    hosts = ["r%02d-n%02d" % (rack, node) for rack in range(40) for node in range(25)]
+    locality = dict((host, {"rack": host[:3], "switch": host[:3] + ("a" if int(host[-2:]) < 13 else "b")}) for host in hosts)
+    rounds = pairing_rounds(hosts, "quick", locality)
+    assert len(rounds) == 10
+    _assert_rounds_disjoint(rounds)
+    pairs = _unordered(rounds)
+    assert len(pairs) == len(set(pairs)) == 10 * 500
+    assert all(locality[first]["rack"] != locality[second]["rack"] for pairs in rounds for first, second in pairs)
+
+
 def test_quick_prefers_cross_switch_inside_one_rack():
     # One rack, two leaves: every quick pair should cross leaves, as [rack, switch] lists.
     hosts = _hosts(8)

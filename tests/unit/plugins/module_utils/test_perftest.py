@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from fixture_data import fixture_names, read_fixture
 
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
@@ -317,3 +319,20 @@ def test_unknown_formats_raise_parse_error(text, message):
 def test_not_text_raises_parse_error():
     with pytest.raises(ParseError, match="expected text, got NoneType"):
         parse_perftest(None)
+
+
+_FIXTURE_LINES = [
+    line for name in fixture_names("perftest") for line in read_fixture("perftest/" + name).split("\n")
+] + WRITE_LAT_REAL.split("\n") + WRITE_LAT_DURATION_REAL.split("\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_FIXTURE_LINES) | st.text(max_size=80), max_size=40))
+def test_any_mix_of_lines_parses_or_raises_parse_error(lines):
+    # Shuffled, cut and garbled outputs must never end in a traceback.
+    try:
+        result = parse_perftest("\n".join(lines))
+    except ParseError:
+        return
+    assert result["rows"] or result["error"] is not None or result["test"] is not None or result["side"] == "server" \
+        or result["kind"] is not None

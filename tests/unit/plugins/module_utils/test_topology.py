@@ -9,11 +9,19 @@ import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
-from fixture_data import read_fixture
+from fixture_data import fixture_names, read_fixture
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from ansible_collections.gpufabric.core.plugins.module_utils import sysfs as sysfs_utils
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
+from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import parse_ibstat
+from ansible_collections.gpufabric.core.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo
+from ansible_collections.gpufabric.core.plugins.module_utils.lldp import parse_lldp
+from ansible_collections.gpufabric.core.plugins.module_utils.nvidia_smi_topo import parse_nvidia_smi_topo
+from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
 from ansible_collections.gpufabric.core.plugins.module_utils.topology import (
     SCHEMA_VERSION,
     build_topology,
@@ -206,8 +214,8 @@ def test_snapshot_of_real_captures(tmp_path):
         _write(snapshot, "sys/" + relpath, content + "\n")
     topology = build_topology(read_snapshot(snapshot), source="snapshot:" + snapshot)
     assert topology["source"] == "snapshot:" + snapshot
-    assert [rail["device"] for rail in topology["rails"]] == ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6",
-                                                               "mlx5_7", "mlx5_8", "mlx5_9"]
+    assert [rail["device"] for rail in topology["rails"]] == [
+        "mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_9"]
     names = [device["name"] for device in topology["rdma"]["devices"]]
     assert names[:5] == ["mlx4_0", "mlx4_1", "mlx5_0", "mlx5_1", "mlx5_2"]
     assert topology["bonds"]["bond0"]["healthy"] is True
@@ -249,7 +257,7 @@ def test_live_discovery_on_this_machine_returns_facts_with_reasons(tmp_path):
         assert topology["lldp"]["reason"] == "lldpctl not found in PATH (install and start lldpd)"
     # The interfaces are the machine's own, as sysfs lists them.
     expected = sorted(name for name in os.listdir("/sys/class/net")
-                      if sysfs_utils.numa_node(open("/sys/class/net/%s/type" % name).read()) != 772)
+                      if int(Path("/sys/class/net", name, "type").read_text()) != 772)  # 772: loopback
     assert sorted(i["name"] for i in topology["interfaces"]) == expected
     for interface in topology["interfaces"]:
         with open("/sys/class/net/%s/mtu" % interface["name"]) as handle:
@@ -271,3 +279,104 @@ def test_capture_in_check_mode_writes_nothing(tmp_path):
     would = write_capture(target, sources, check_mode=True)
     assert "ibstat.txt" in would and "sys/class/infiniband/mlx5_0/ports/1/rate" in would
     assert not os.path.exists(target)
+
+
+# Every real capture of the five folders with the parser that reads it.
+_PARSERS = {
+    "nvidia_smi_topo": parse_nvidia_smi_topo,
+    "bonding": parse_bonding,
+    "lldp": parse_lldp,
+}
+_CAPTURES = [
+    (_PARSERS.get(folder) or (parse_ibstat if "ibstat" in name else parse_ibv_devinfo), "%s/%s" % (folder, name))
+    for folder in ("nvidia_smi_topo", "ibstat_ibv_devinfo", "bonding", "lldp")
+    for name in fixture_names(folder)
+]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_damaged_captures_parse_or_raise_parse_error_never_a_traceback(data):
+    """Unseen variants: lines dropped, duplicated, cut short or with a character changed."""
+    parser, relpath = data.draw(st.sampled_from(_CAPTURES))
+    lines = read_fixture(relpath).split("\n")
+    for unused_step in range(data.draw(st.integers(min_value=1, max_value=3))):
+        index = data.draw(st.integers(min_value=0, max_value=len(lines) - 1))
+        operation = data.draw(st.sampled_from(["drop", "duplicate", "truncate", "replace", "cut"]))
+        if operation == "drop" and len(lines) > 1:
+            del lines[index]
+        elif operation == "duplicate":
+            lines.insert(index, lines[data.draw(st.integers(min_value=0, max_value=len(lines) - 1))])
+        elif operation == "truncate":
+            lines = lines[:index + 1]
+        elif operation == "replace" and lines[index]:
+            position = data.draw(st.integers(min_value=0, max_value=len(lines[index]) - 1))
+            lines[index] = lines[index][:position] + data.draw(st.sampled_from(["", " ", "\t", "X", ":", "{", "NV", "0"])) \
+                + lines[index][position + 1:]
+        elif operation == "cut" and lines[index]:
+            lines[index] = lines[index][:data.draw(st.integers(min_value=0, max_value=len(lines[index])))]
+    text = "\n".join(lines)
+    try:
+        parser(text)
+    except ParseError as error:
+        assert str(error).startswith("cannot parse `")
+    # And discovery as a whole never fails on it.
+    key = {"nvidia_smi_topo": "nvidia_smi_topo", "lldp": "lldpctl"}.get(relpath.split("/")[0])
+    sources = {"bonding": {"bond0": text}} if relpath.startswith("bonding/") else {
+        key or ("ibstat" if parser is parse_ibstat else "ibv_devinfo"): text}
+    assert list(build_topology(sources)) == TOP_LEVEL
+
+
+def test_rail_on_a_roce_lag_bond_reads_lldp_of_the_slaves_and_mtu_mismatch():
+    # sglang-28424: NIC8 is mlx5_bond_0; make it GPU0's nearest NIC, carried by bond0 over ens108np0.
+    topo = read_fixture("nvidia_smi_topo/sglang-28424-h800-nv8-9nic-bond.txt").replace(
+        "GPU0     X      NV8     NV8     NV8     NV8     NV8     NV8     NV8     PIX ",
+        "GPU0     X      NV8     NV8     NV8     NV8     NV8     NV8     NV8     NODE").replace(
+        "SYS     SYS     SYS     SYS     NODE    0-55,112-167    0               N/A\nGPU1",
+        "SYS     SYS     SYS     SYS     PIX     0-55,112-167    0               N/A\nGPU1", 1)
+    sysfs = {key.replace("mlx5_0", "mlx5_bond_0").replace("device/net/ens108np0", "device/net/bond0")
+             .replace("/ndevs/0", "/ndevs/x"): value for key, value in ROCE_SYSFS.items() if "/ndevs/" not in key}
+    sysfs.update({"class/net/bond0/mtu": "1500", "class/net/bond0/operstate": "up", "class/net/bond0/type": "1",
+                  "class/net/bond0/bonding/slaves": "ens108np0", "class/net/bond0/uevent": "DEVTYPE=bond\nINTERFACE=bond0",
+                  "class/infiniband/mlx5_3/device/net/ens841np0/ifindex": "7",
+                  "class/infiniband/mlx5_3/ports/1/state": "4: ACTIVE",
+                  "class/infiniband/mlx5_3/ports/1/link_layer": "Ethernet",
+                  "class/net/ens841np0/mtu": "9000", "class/net/ens841np0/type": "1"})
+    topology = build_topology({"nvidia_smi_topo": topo, "sysfs": sysfs, "lldpctl": read_fixture(SONIC_LLDP)})
+    rail0, rail1 = topology["rails"][0], topology["rails"][1]
+    assert (rail0["device"], rail0["netdev"], rail0["switch"], rail0["switch_port"]) == (
+        "mlx5_bond_0", "bond0", "LEAF01", "Ethernet184")
+    assert (rail1["device"], rail1["netdev"], rail1["switch"]) == ("mlx5_3", "ens841np0", "LEAF03")
+    bond0 = next(i for i in topology["interfaces"] if i["name"] == "bond0")
+    assert bond0["driver"] == "bond"
+    assert next(i for i in topology["interfaces"] if i["name"] == "ens108np0")["bond_master"] == "bond0"
+    assert _kinds(topology, "rail_mtu_mismatch")[0]["message"].startswith(
+        "the rails' netdevs have different MTUs (rail 0 bond0=1500, rail 1 ens841np0=9000)")
+
+
+def test_recapture_removes_stale_layout_files_and_keeps_others(tmp_path):
+    target = str(tmp_path)
+    _write(target, "notes.txt", "the engineer's own notes\n")
+    first = {"nvidia_smi_topo": read_fixture(HGX_TOPO), "bonding": {"bond0": read_fixture(CHURNED_BOND)},
+             "sysfs": ROCE_SYSFS}
+    assert "nvidia-smi-topo-m.txt" in write_capture(target, first)
+    # The next capture of the host has no GPU output and no bond: the old files must not survive into it.
+    second = {"ibstat": read_fixture(IB_SOME_DOWN), "sysfs": ROCE_SYSFS, "reasons": {"nvidia_smi_topo": "gone"}}
+    would = write_capture(target, second, check_mode=True)
+    assert sorted(would) == ["ibstat.txt", "nvidia-smi-topo-m.txt", "proc/net/bonding/bond0", "reasons.json"]
+    assert os.path.exists(os.path.join(target, "nvidia-smi-topo-m.txt"))
+    assert write_capture(target, second) == would
+    assert not os.path.exists(os.path.join(target, "nvidia-smi-topo-m.txt"))
+    assert not os.path.exists(os.path.join(target, "proc/net/bonding/bond0"))
+    assert os.path.exists(os.path.join(target, "notes.txt"))
+    offline = build_topology(read_snapshot(target))
+    assert offline["gpus"]["reason"] == "gone"
+    assert write_capture(target, second) == []
+
+
+def test_ibv_devinfo_only_devices_get_the_mellanox_model_name():
+    topology = build_topology({"ibv_devinfo": read_fixture("ibstat_ibv_devinfo/puget-wrx90-ibv_devinfo-cx7-eth.txt")})
+    assert [(d["name"], d["model"], d["firmware"]) for d in topology["rdma"]["devices"]] == [
+        ("mlx5_0", "MT4129", "28.44.1036"), ("mlx5_1", "MT4129", "28.44.1036")]
+    assert [f["message"] for f in _kinds(topology, "port_down")] == [
+        "mlx5_0 port 1 is DOWN (physical state unknown)", "mlx5_1 port 1 is DOWN (physical state unknown)"]

@@ -1,0 +1,137 @@
+"""gpufabric-cooling as a service in a lab node, against ipmi_sim and sushy-static running on the Molecule host.
+
+The tests change the BMC's simulated temperature and Redfish resources on the host, and read what the service
+wrote in the node: the pwm file, its journal, its metrics. Order matters: the last tests stop the BMC and the
+service, and put them back.
+"""
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+LAB = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "cooling-bmc"
+ENDPOINT = json.loads((LAB / "endpoint.json").read_text())
+PWM = "/srv/gpufabric-lab/hwmon/hwmon3/pwm1"
+METRICS = "/var/lib/prometheus/node-exporter/gpufabric_cooling.prom"
+STALE_AFTER = 4.0
+INTERVAL = 1.0
+
+
+def pwm(host):
+    return int(host.file(PWM).content_string.strip())
+
+
+def wait_for(predicate, timeout, step=0.25):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
+
+
+def set_cpu_temp(value):
+    (LAB / "values" / "cpu_temp").write_text("%d\n" % value)
+
+
+def journal(host, since):
+    return host.check_output("journalctl -u gpufabric-cooling --no-pager -o cat --since=@%d" % int(since))
+
+
+def duty_to_pwm(duty):
+    return round(duty * 255 / 100)
+
+
+def test_service_runs_with_a_protected_config(host):
+    service = host.service("gpufabric-cooling")
+    assert service.is_running and service.is_enabled
+    config = host.file("/etc/gpufabric-cooling/config.json")
+    assert config.mode == 0o640
+    password = host.file("/etc/gpufabric-cooling/ipmi.pass")
+    assert password.mode == 0o600 and password.content_string.strip() == ENDPOINT["password"]
+    assert ENDPOINT["password"] not in config.content_string
+    assert json.loads(config.content_string)["bmc"]["ipmi"]["password_file"] == "/etc/gpufabric-cooling/ipmi.pass"
+    assert host.run("/usr/local/sbin/gpufabric-cooling check-config").rc == 0
+
+
+def test_duty_written_follows_the_curve_as_the_bmc_temperature_changes(host):
+    set_cpu_temp(45)
+    # cpu 45 C (IPMI) -> 27.5 %, gpu inlet 31 C (Redfish ThermalMetrics) -> 32 %: the group takes the higher.
+    assert wait_for(lambda: pwm(host) == duty_to_pwm(32), 15), pwm(host)
+    assert host.file("/srv/gpufabric-lab/hwmon/hwmon3/pwm1_enable").content_string.strip() == "1"
+    set_cpu_temp(70)
+    assert wait_for(lambda: pwm(host) == duty_to_pwm(75), 15), pwm(host)  # 50 + 10/20 * 50
+    set_cpu_temp(78)
+    assert wait_for(lambda: pwm(host) == duty_to_pwm(95), 15), pwm(host)
+    metrics = host.file(METRICS).content_string
+    assert 'gpufabric_cooling_temperature_celsius{zone="cpu",backend="ipmi",sensor="CPU Temp"} 78' in metrics
+    assert 'gpufabric_cooling_temperature_celsius{zone="gpu",backend="redfish",sensor="GPU Baseboard Inlet"} 31' in metrics
+    assert 'gpufabric_cooling_fan_duty_percent{group="chassis"} 95' in metrics
+    assert 'gpufabric_cooling_failsafe{group="chassis"} 0' in metrics
+    set_cpu_temp(45)
+    # Falling past the hysteresis band: back to the Redfish zone's 32 %.
+    assert wait_for(lambda: pwm(host) == duty_to_pwm(32), 15), pwm(host)
+
+
+def test_raw_command_refused_by_the_bmc_is_logged_and_fails_safe(host):
+    text = host.check_output("journalctl -u gpufabric-cooling --no-pager -o cat")
+    assert "BMC refused ipmitool raw 0x30 0x45 0x01 0x01: completion code 0xc1 (Invalid command)" in text
+    assert "fan group bmc: hand-back to the BMC refused too" in text
+    metrics = host.file(METRICS).content_string
+    assert 'gpufabric_cooling_failsafe{group="bmc"} 1' in metrics
+    assert host.service("gpufabric-cooling").is_running
+    assert "Traceback" not in text
+
+
+def test_leak_detection_triggers_the_configured_action(host):
+    detector = LAB / "redfish-mockup/ThermalEquipment/CDUs/1/LeakDetection/LeakDetectors/Base/index.json"
+    original = detector.read_text()
+    doc = json.loads(original)
+    doc["DetectorState"] = "Critical"
+    started = time.time()
+    detector.write_text(json.dumps(doc))
+    try:
+        alerts = "/var/log/gpufabric-cooling-alerts.log"
+        expected = "leak|alert|CDU 1 leak detector CDU base pan DetectorState=Critical"
+        assert wait_for(lambda: host.file(alerts).exists and expected in host.file(alerts).content_string, 15)
+        assert "liquid cooling LEAK: CDU 1 leak detector CDU base pan DetectorState=Critical; action alert" in journal(host, started - 1)
+        assert 'gpufabric_cooling_liquid_alarm{source="cdu:1",kind="leak"} 1' in host.file(METRICS).content_string
+    finally:
+        detector.write_text(original)
+    assert wait_for(lambda: "cleared: CDU 1 leak detector" in journal(host, started - 1), 15)
+
+
+def test_stopping_the_bmc_drives_full_duty_within_the_stale_age(host):
+    assert wait_for(lambda: pwm(host) < 255, 10)
+    stopped = time.monotonic()
+    subprocess.run(["start-stop-daemon", "--stop", "--quiet", "--retry", "5", "--pidfile", str(LAB / "ipmi_sim.pid")], check=True)
+    reached = wait_for(lambda: pwm(host) == 255, STALE_AFTER + INTERVAL + 5, step=0.1)
+    elapsed = time.monotonic() - stopped
+    assert reached, pwm(host)
+    # Polling the node costs up to a second; the service itself must have reacted within the stale age.
+    assert elapsed <= STALE_AFTER + INTERVAL, elapsed
+    assert "FAIL-SAFE 100 %: sensor ipmi:CPU Temp unreadable" in host.check_output("journalctl -u gpufabric-cooling --no-pager -o cat")
+
+
+def test_bmc_back_leaves_fail_safe(host):
+    subprocess.run(
+        ["start-stop-daemon", "--start", "--background", "--make-pidfile", "--pidfile", str(LAB / "ipmi_sim.pid"),
+         "--exec", "/usr/bin/ipmi_sim", "--", "-n", "-c", str(LAB / "lan.conf"), "-f", str(LAB / "bmc.emu"), "-s", str(LAB / "state")],
+        check=True,
+    )
+    assert wait_for(lambda: pwm(host) == duty_to_pwm(32), 30), pwm(host)
+    assert "sensors readable again, leaving fail-safe" in host.check_output("journalctl -u gpufabric-cooling --no-pager -o cat")
+
+
+def test_stopping_the_service_sets_full_duty(host):
+    assert pwm(host) < 255
+    host.run_expect([0], "systemctl stop gpufabric-cooling")
+    try:
+        assert pwm(host) == 255
+        assert "service stopping: fan group chassis set to 100 %" in host.check_output("journalctl -u gpufabric-cooling --no-pager -o cat")
+    finally:
+        host.run_expect([0], "systemctl start gpufabric-cooling")
+    assert wait_for(lambda: pwm(host) == duty_to_pwm(32), 15)

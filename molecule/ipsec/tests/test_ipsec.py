@@ -1,0 +1,198 @@
+"""The ipsec role on three lab nodes: full mesh up, traffic through the tunnels, impostor refused, rotation.
+
+Per-host checks use testinfra's `host`. Scenario-level checks (which must run once, in order) drive the nodes with
+`podman exec` and re-run the role with ansible-playbook against Molecule's inventory.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCENARIO = Path(__file__).resolve().parents[1]
+ROOT = SCENARIO.parents[1]
+sys.path.insert(0, str(ROOT / ".build" / "collections"))
+
+from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import (  # noqa: E402
+    evaluate_sas,
+    parse_list_sas,
+)
+
+NODES = ["ipsec-node1", "ipsec-node2", "ipsec-node3"]
+TUNNEL_ADDRESS = {"ipsec-node1": "10.77.0.1", "ipsec-node2": "10.77.0.2", "ipsec-node3": "10.77.0.3"}
+EPHEMERAL = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", ""))
+PKI = EPHEMERAL / "pki"
+
+
+def node_exec(node, command, check=True):
+    result = subprocess.run(["podman", "exec", node, "bash", "-c", command], capture_output=True, text=True,
+                            timeout=120)
+    if check and result.returncode != 0:
+        raise AssertionError("%s on %s failed (%d): %s" % (command, node, result.returncode, result.stderr))
+    return result.stdout
+
+
+def sas_of(node):
+    return parse_list_sas(node_exec(node, "swanctl --list-sas --noblock 2>/dev/null"))
+
+
+def expected_for(node):
+    return [{"peer": peer, "ike": "gf-" + peer, "child": "gf-" + peer} for peer in NODES if peer != node]
+
+
+def serial_of(node):
+    return node_exec(node, "openssl x509 -noout -serial -in /etc/swanctl/x509/gpufabric.crt").strip()
+
+
+def run_role(*extra, expect_success=True):
+    env = dict(os.environ)
+    env["ANSIBLE_COLLECTIONS_PATH"] = "%s:%s" % (ROOT / ".build" / "collections",
+                                                 ROOT / ".venv" / "lib" / "python3.11" / "site-packages")
+    env["ANSIBLE_ROLES_PATH"] = str(ROOT / "roles")
+    env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
+    env["ANSIBLE_FORCE_COLOR"] = "false"
+    command = [str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", str(EPHEMERAL / "inventory")] + list(extra)
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    output = result.stdout + result.stderr
+    if expect_success:
+        assert result.returncode == 0, output[-6000:]
+    return result.returncode, output
+
+
+def key_body_lines(pem):
+    """The base64 lines of a PEM private key: any of them in a log means key material leaked."""
+    return [line for line in pem.splitlines() if line and not line.startswith("-----")]
+
+
+# Per host
+
+
+def test_strongswan_runs_from_swanctl_only(host):
+    assert host.service("strongswan.service").is_running
+    assert host.service("strongswan.service").is_enabled
+    assert host.file("/etc/swanctl/conf.d/gpufabric.conf").contains("version = 2")
+    assert not host.file("/etc/ipsec.conf").exists or not host.file("/etc/ipsec.conf").contains("conn ")
+
+
+def test_userspace_esp_only_because_the_scenario_asks(host):
+    assert host.file("/etc/strongswan.d/gpufabric.conf").contains("load = yes")
+    assert host.interface("ipsec0").exists
+
+
+def test_private_key_is_the_hosts_own_and_private(host):
+    key = host.file("/etc/swanctl/private/gpufabric.key")
+    assert key.mode == 0o600
+    assert key.user == "root"
+    ca_key = (PKI / "ca.key").read_text()
+    # The CA key never reaches a host.
+    assert not any(line in host.check_output("cat /etc/swanctl/*/* 2>/dev/null || true")
+                   for line in key_body_lines(ca_key))
+
+
+def test_certificate_names_and_issuer(host):
+    name = host.backend.get_hostname()
+    text = host.check_output("openssl x509 -noout -text -in /etc/swanctl/x509/gpufabric.crt")
+    assert "DNS:%s" % name in text
+    assert re.search(r"IP Address:\d+\.\d+\.\d+\.\d+", text)
+    assert "Issuer: CN = gpufabric IPsec CA" in text
+    assert host.file("/etc/swanctl/x509crl/gpufabric.crl").exists
+
+
+def test_every_peer_established_with_aes_gcm_256(host):
+    name = host.backend.get_hostname()
+    sas = parse_list_sas(host.check_output("swanctl --list-sas --noblock 2>/dev/null"))
+    results = evaluate_sas(sas, expected_for(name), ["AES_GCM_16-256"])
+    assert [r["problem"] for r in results if not r["ok"]] == []
+    for sa in sas:
+        assert sa["state"] == "ESTABLISHED"
+        assert sa["algorithms"][0] == "AES_GCM_16-256"
+        assert sa["algorithms"][1] == "PRF_HMAC_SHA2_384"
+        assert all(c["state"] == "INSTALLED" and c["encryption"] == "AES_GCM_16-256" for c in sa["children"])
+
+
+def test_traffic_to_every_peer_goes_through_its_sa(host):
+    name = host.backend.get_hostname()
+    for peer in NODES:
+        if peer == name:
+            continue
+        route = host.check_output("ip route get %s from %s" % (TUNNEL_ADDRESS[peer], TUNNEL_ADDRESS[name]))
+        assert "dev ipsec0" in route
+        before = [c for sa in sas_of(name) if sa["name"] == "gf-" + peer for c in sa["children"]
+                  if c["state"] == "INSTALLED"][0]
+        host.run_expect([0], "ping -c 3 -W 2 -I %s %s" % (TUNNEL_ADDRESS[name], TUNNEL_ADDRESS[peer]))
+        after = [c for sa in sas_of(name) if sa["name"] == "gf-" + peer for c in sa["children"]
+                 if c["state"] == "INSTALLED"][0]
+        assert after["spi_out"] == before["spi_out"]
+        assert after["packets_out"] >= before["packets_out"] + 3
+        assert after["packets_in"] >= before["packets_in"] + 3
+
+
+# Scenario level, once and in this order
+
+
+def test_ca_stays_on_the_controller():
+    assert oct((PKI / "ca.key").stat().st_mode & 0o777) == "0o600"
+    assert oct(PKI.stat().st_mode & 0o777) == "0o700"
+    # One certificate per host so far: the idempotence run issued none.
+    assert sorted(len(list((PKI / "issued" / node).glob("*.pem"))) for node in NODES) == [1, 1, 1]
+
+
+def test_node_with_certificate_from_other_ca_is_refused_and_named():
+    run_role(str(SCENARIO / "other_ca.yml"))
+    rc, output = run_role(str(SCENARIO / "converge.yml"), "--tags", "ipsec_verify", expect_success=False)
+    assert rc != 0
+    for peer in ("ipsec-node1", "ipsec-node2"):
+        # Each peer's failure names the impostor and strongSwan's reason.
+        match = re.search(r"fatal: \[%s\].*?peer ipsec-node3: no IKE SA with peer ipsec-node3.*?"
+                          r"strongSwan said: [^|\"]*issuer is \\?\"CN=molecule other CA" % peer, output, re.S)
+        assert match, output[-6000:]
+    # The tunnel between the two honest nodes is untouched.
+    assert not [r for r in evaluate_sas(sas_of("ipsec-node1"), expected_for("ipsec-node1")[:1]) if not r["ok"]]
+
+
+def test_rerun_restores_the_mesh_without_leaking_keys():
+    rc, output = run_role(str(SCENARIO / "converge.yml"), "-vvv")
+    assert "ipsec-node3 gets a new certificate" in output
+    assert "it was not issued by this CA" in output
+    leaked = []
+    for node in NODES:
+        leaked += [line for line in key_body_lines(node_exec(node, "cat /etc/swanctl/private/gpufabric.key"))
+                   if line in output]
+    for key in (PKI / "ca.key", EPHEMERAL / "other-ca" / "ca.key"):
+        leaked += [line for line in key_body_lines(key.read_text()) if line in output]
+    assert leaked == []
+    assert "PRIVATE KEY-----" not in output
+    for node in NODES:
+        assert not [r for r in evaluate_sas(sas_of(node), expected_for(node), ["AES_GCM_16-256"]) if not r["ok"]]
+
+
+def test_forced_renewal_rotates_one_host_and_keeps_other_tunnels():
+    serials = {node: serial_of(node) for node in NODES}
+    untouched = [sa for sa in sas_of("ipsec-node2") if sa["name"] == "gf-ipsec-node3"][0]
+    force_node1 = json.dumps({"ipsec_pki_force_renewal": "{{ inventory_hostname == 'ipsec-node1' }}"})
+    rc, output = run_role(str(SCENARIO / "converge.yml"), "-e", force_node1)
+    assert "ipsec-node1 gets a new certificate: renewal forced" in output
+    assert serial_of("ipsec-node1") != serials["ipsec-node1"]
+    assert serial_of("ipsec-node2") == serials["ipsec-node2"]
+    assert serial_of("ipsec-node3") == serials["ipsec-node3"]
+    still = [sa for sa in sas_of("ipsec-node2") if sa["name"] == "gf-ipsec-node3"][0]
+    assert still["uniqueid"] == untouched["uniqueid"]
+    assert still["established_seconds"] >= untouched["established_seconds"]
+    # The superseded certificate of node1 is revoked in the CRL every node holds.
+    old_serial = serials["ipsec-node1"].split("=", 1)[1].lower().lstrip("0")
+    crl = node_exec("ipsec-node2", "openssl crl -noout -text -in /etc/swanctl/x509crl/gpufabric.crl").lower()
+    assert old_serial in crl.replace(":", "")
+    for node in NODES:
+        assert not [r for r in evaluate_sas(sas_of(node), expected_for(node), ["AES_GCM_16-256"]) if not r["ok"]]
+
+
+@pytest.mark.parametrize("node", ["ipsec-node2"])
+def test_revoked_certificate_is_refused(node):
+    """The superseded certificate of node1 is revoked: strongSwan on node2 must say so when shown it."""
+    crl = node_exec(node, "swanctl --list-certs --type x509crl 2>/dev/null")
+    assert "revoked certificate" in crl
+    assert "superseded" in crl

@@ -1,0 +1,61 @@
+"""The DOCA-OFED repository path, rendered in check mode with the mirror URL from the inventory.
+
+No mirror is reachable from the lab, so the package cannot be downloaded: this shows what the role would
+write and install, and that check mode writes nothing.
+"""
+
+import pytest
+
+from conftest import run_playbook, task_results
+
+HOST = "rdma-node1"
+MIRROR = "http://doca-mirror.lab.invalid/doca/2.9.1/debian12/x86_64/"
+# Check mode may report these (they would change the host); every other task must report no change.
+DOCA_TASKS = {
+    "Add the DOCA-OFED repository (deb822, flat repository signed by its key)",
+    "Refresh the package index after adding the repository",
+}
+
+
+@pytest.fixture(scope="module")
+def doca_preview():
+    rc, report, text = run_playbook("doca_check_mode.yml", "--check", "--diff")
+    assert rc == 0, text[-4000:]
+    return task_results(report, HOST)
+
+
+def test_repository_rendered_from_inventory_mirror(doca_preview):
+    repo = dict(doca_preview)["Add the DOCA-OFED repository (deb822, flat repository signed by its key)"]
+    assert repo["changed"] is True
+    assert repo["dest"] == "/etc/apt/sources.list.d/gpufabric-doca.sources"
+    lines = repo["repo"].splitlines()
+    assert "URIs: %s" % MIRROR in lines
+    assert "Suites: ./" in lines
+    assert "Types: deb" in lines
+    assert "Signed-By: /etc/apt/keyrings/gpufabric-doca.asc" in lines
+    assert not any(line.startswith("Components:") for line in lines)
+
+
+def test_unreachable_key_reported_not_fatal_in_check_mode(doca_preview):
+    fetch = dict(doca_preview)["Fetch the repository signing key"]
+    assert fetch["failed"] is True
+    report = dict(doca_preview)["Report a key URL that check mode could not reach"]
+    assert "GPG-KEY-Mellanox.pub could not be reached" in report["msg"]
+
+
+def test_package_and_version_announced(doca_preview):
+    message = dict(doca_preview)["Report what check mode cannot install from a repository not yet configured"]["msg"]
+    assert "would install doca-ofed=24.10* from %s" % MIRROR in message
+    install = dict(doca_preview)["Install the DOCA-OFED package (not reinstalled when the wanted version is present)"]
+    assert install.get("skipped") is True
+
+
+def test_nothing_else_would_change(doca_preview):
+    changed = {name for name, result in doca_preview if result.get("changed")}
+    assert changed <= DOCA_TASKS, changed - DOCA_TASKS
+
+
+def test_check_mode_wrote_nothing(host):
+    assert not host.file("/etc/apt/sources.list.d/gpufabric-doca.sources").exists
+    assert not host.file("/etc/apt/keyrings/gpufabric-doca.asc").exists
+    assert not host.package("doca-ofed").is_installed
