@@ -32,18 +32,21 @@ options:
     description: Name of the host variable naming the host's consistency group.
     type: str
     default: nccl_consistency_group
+  group:
+    description: Report only this group (each host checking its own group); empty reports every group.
+    type: str
+    default: ""
 author:
   - gpufabric.core contributors
 """
 
 EXAMPLES = r"""
-- name: Compare the NIC selections of the hosts of each group
+- name: Compare this host's NIC selection with the other hosts of its group
   ansible.builtin.assert:
     that: __problems | length == 0
     fail_msg: "{{ __problems | join('; ') }}"
   vars:
-    __problems: "{{ ansible_play_hosts | gpufabric.core.nccl_hca_consistency(hostvars) }}"
-  run_once: true
+    __problems: "{{ ansible_play_hosts | gpufabric.core.nccl_hca_consistency(hostvars, group=nccl_consistency_group) }}"
 """
 
 RETURN = r"""
@@ -61,7 +64,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import hca_consistency
 
 
-def nccl_hca_consistency(hosts, hostvars, config_var="__nccl_config", group_var="nccl_consistency_group"):
+def nccl_hca_consistency(hosts, hostvars, config_var="__nccl_config", group_var="nccl_consistency_group", group=""):
     if not isinstance(hosts, (list, tuple)):
         raise AnsibleFilterError("nccl_hca_consistency: expected a list of host names, got %s" % type(hosts).__name__)
     entries = []
@@ -70,7 +73,10 @@ def nccl_hca_consistency(hosts, hostvars, config_var="__nccl_config", group_var=
         config = host_vars.get(config_var) if hasattr(host_vars, "get") else None
         if not isinstance(config, dict) or "variables" not in config:
             continue
-        entries.append({"host": host, "group": host_vars.get(group_var), "variables": config["variables"]})
+        member_of = host_vars.get(group_var)
+        if group and member_of != group:
+            continue
+        entries.append({"host": host, "group": member_of, "variables": config["variables"]})
     return hca_consistency(entries)
 
 

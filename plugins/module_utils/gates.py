@@ -59,7 +59,10 @@ def _upper_median(values):
 
 
 def _fmt(value):
-    return "%.2f" % value if value is not None else "n/a"
+    if value is None:
+        return "n/a"
+    # Two decimals, but three significant digits below 1 so that 0.0095 does not print as 0.01.
+    return "%.3g" % value if 0 < abs(value) < 1 else "%.2f" % value
 
 
 def rail_key(rail):

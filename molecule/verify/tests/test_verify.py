@@ -49,15 +49,15 @@ def test_no_test_server_or_log_is_left_behind(host):
 def test_gate_verdict_of_this_node(host):
     verdict = _report()["hosts"][_name(host)]
     rail = verdict["rails"]["tcp"]
-    assert rail["expected_gbps"] == 1.0 and rail["basis"] == "absolute threshold of group 'verify_lab'"
+    assert rail["expected_gbps"] == 0.05 and rail["basis"] == "absolute threshold of group 'verify_lab'"
     assert rail["tests"] == 3  # all mode: every other node once
     if _name(host) == THROTTLED:
         assert verdict["status"] == "fail"
-        assert rail["measured_gbps"] < 0.3  # 200 Mbit/s token bucket on its egress
+        assert rail["measured_gbps"] < 0.02  # 10 Mbit/s token bucket on its egress
         assert verdict["messages"][0].startswith("%s rail tcp (" % THROTTLED)
     else:
         assert verdict["status"] == "pass", verdict["messages"]
-        assert rail["measured_gbps"] > 1.0
+        assert rail["measured_gbps"] > 0.05
         # Its one test against the throttled node is below the gate and is outvoted by the other two.
         assert rail["tests_passed"] == 2
 
@@ -76,9 +76,10 @@ def test_pairs_of_a_round_ran_at_the_same_time():
     for span in rounds:
         tests = [test for test in _report()["tests"] if test["round"] == span["round"]]
         assert len(tests) == 2
-        # Overlap: the later start comes before the earlier end, by most of the 3 s test.
+        # Overlap: the later start comes before the earlier end. The async launches of a round's clients are
+        # seconds apart at most, even on a loaded machine, against 6 s tests.
         overlap = min(test["ended_at"] for test in tests) - max(test["started_at"] for test in tests)
-        assert overlap > 2.0, "round %d pairs overlapped %.2f s only" % (span["round"], overlap)
+        assert overlap > 1.0, "round %d pairs overlapped %.2f s only" % (span["round"], overlap)
     # And rounds do not overlap each other: the next starts after the slowest pair of the previous.
     for earlier, later in zip(rounds, rounds[1:]):
         assert later["started_at"] >= earlier["ended_at"]
