@@ -29,7 +29,7 @@ ansible-playbook "${common[@]}" --tags verify_install >"$work/install.log" 2>&1 
 
 # The one-pair-at-a-time plan: the pairs of the all-mode plan, each in a round of its own.
 hosts=$(ansible-inventory -i "$inventory" --graph lab | sed -n 's/^ *|--//p' | tr '\n' ' ')
-python3 - "$work/serial.json" $hosts <<'PY'
+PYTHONPATH=$ROOT/.build/collections python3 - "$work/serial.json" $hosts <<'PY'
 import json, sys
 from ansible_collections.gpufabric.core.plugins.module_utils.pairing import pairing_rounds
 rounds = pairing_rounds(sys.argv[2:], "all")

@@ -12,3 +12,5 @@ if [[ ! -e $ROOT/.build/collections/ansible_collections/gpufabric/core ]]; then
     mkdir -p "$ROOT/.build/collections/ansible_collections/gpufabric"
     ln -sfn "$ROOT" "$ROOT/.build/collections/ansible_collections/gpufabric/core"
 fi
+# The fact cache of the lab in use (scripts/lab.sh removes it with the lab): labs reuse host names.
+export ANSIBLE_CACHE_PLUGIN_CONNECTION=$ROOT/.cache/facts/${GPUFABRIC_LAB_NAME:-gpufabric-lab}

@@ -13,9 +13,13 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LAB_NAME=${GPUFABRIC_LAB_NAME:-gpufabric-lab}
 LAB_SUBNET=${GPUFABRIC_LAB_SUBNET:-10.231.0.0/24}
 LAB_MAX_NODES=64
+LAB_STORAGE_PREFIX=10.77.0
 STATE_DIR=$ROOT/.lab/$LAB_NAME
 # One inventory file per lab, beside the lab group_vars that apply to every lab.
 INVENTORY=$ROOT/inventories/lab/$LAB_NAME.yml
+# Labs reuse host names (node01...): each lab gets its own fact cache, removed with the lab, so that facts cached
+# from an earlier lab never describe this one. Commands run against a lab export ANSIBLE_CACHE_PLUGIN_CONNECTION.
+FACT_CACHE=$ROOT/.cache/facts/$LAB_NAME
 IMAGE_REPO=localhost/gpufabric-lab
 PODMAN_CONF=/etc/containers/containers.conf.d/50-gpufabric-lab.conf
 # Packages of the node image. Changing this list (or this script's image recipe) changes the image tag.
@@ -129,7 +133,7 @@ lab_down() {
         [[ "$(podman network inspect "$LAB_NAME" --format '{{index .Labels "gpufabric.lab"}}')" == "$LAB_NAME" ]]; then
         podman network rm -f "$LAB_NAME" >/dev/null
     fi
-    rm -rf "$STATE_DIR"
+    rm -rf "$STATE_DIR" "$FACT_CACHE"
     [[ ! -f "$INVENTORY" ]] || ! grep -q "gpufabric_lab_name: $LAB_NAME\$" "$INVENTORY" || rm -f "$INVENTORY"
 }
 
@@ -191,6 +195,11 @@ lab_up() {
         podman run -d --name "$LAB_NAME-$name" --hostname "$name" --label "gpufabric.lab=$LAB_NAME" \
             --network "$LAB_NAME" --systemd=always --cap-add NET_ADMIN,NET_RAW --device /dev/net/tun \
             -v "$STATE_DIR/id_ed25519.pub:/root/.ssh/authorized_keys:ro" "$image" /sbin/init >/dev/null
+    done
+    # Each node's "storage VLAN" address, on lo since the kernel has no 802.1Q: IPsec tunnels carry it
+    # (userspace ESP cannot tunnel traffic to the IKE peer's own address).
+    for ((i = 1; i <= count; i++)); do
+        podman exec "$LAB_NAME-$(node_name "$i")" ip addr add "$LAB_STORAGE_PREFIX.$i/32" dev lo
     done
     wait_for_ssh "$count"
     write_inventory "$count"

@@ -9,10 +9,10 @@ name: bond_validate
 short_description: Validate and normalise bond, VLAN and interface definitions on the controller
 version_added: "0.1.0"
 description:
-  - Checks the role variables of C(gpufabric.core.bonding) before any host is touched: bonding mode, LACP rate,
-    transmit hash policy and aggregator selection against the kernel's values, the options that apply to each mode,
-    MTU range, IP addresses, routes and routing rules, VLAN ids (1-4094) and parents, interface names, and that no
-    interface is a member of two bonds or defined twice.
+  - Checks the role variables of C(gpufabric.core.bonding) before any host is touched. It checks the bonding mode,
+    LACP rate, transmit hash policy and aggregator selection against the kernel's values, the options that apply to
+    each mode, the MTU range, IP addresses, routes and routing rules, VLAN ids (1-4094) and parents, interface
+    names, and that no interface is a member of two bonds or defined twice.
   - Returns the definitions with the defaults applied. Every problem found is reported at once, each naming the
     variable and the item (for example C(bonding_bonds[0] (bond0).lacp_rate)).
   - The same rules run again on the host in M(gpufabric.core.bond_config).
@@ -42,7 +42,7 @@ options:
     type: str
     default: bonding
 author:
-  - gpufabric.core contributors
+  - gpufabric.core contributors (@gpufabric)
 """
 
 EXAMPLES = r"""

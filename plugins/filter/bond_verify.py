@@ -25,7 +25,7 @@ options:
     type: dict
     required: true
 author:
-  - gpufabric.core contributors
+  - gpufabric.core contributors (@gpufabric)
 """
 
 EXAMPLES = r"""

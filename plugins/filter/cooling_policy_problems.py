@@ -34,7 +34,7 @@ options:
     type: str
     default: ""
 author:
-  - gpufabric.core contributors
+  - gpufabric.core contributors (@gpufabric)
 """
 
 EXAMPLES = r"""

@@ -90,7 +90,8 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description:
-    - "The fabric map: C(schema_version); C(summary) (counts, C(miscabled_hosts), C(hosts_by_status));
+    - "The fabric map: C(schema_version); C(summary) (counts, C(miscabled_hosts), C(hosts_by_status),
+      C(rail_ports_down));
       C(hosts) (per host: C(peer_group), C(rail_source) inventory, gpu or none, C(rdma_devices), C(rails) with
       C(switch), C(switch_port), C(expected_switch), C(aligned), C(state), C(rate_gbps), C(mtu), C(status),
       C(miscabled)); C(rails) (per rail and group: expected switch, rate and MTU, switch counts); C(switches)
@@ -109,6 +110,7 @@ _value:
       findings: {info: 0, warning: 0, error: 2}
       miscabled_hosts: [node3]
       hosts_by_status: {ok: 2, error: 1}
+      rail_ports_down: []
     findings:
       - severity: error
         scope: fleet

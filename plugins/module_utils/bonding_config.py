@@ -444,16 +444,16 @@ def normalize(bonds=None, vlans=None, ethernets=None, bond_defaults=None, prefix
             continue
         claim(name, where())
         if (link, vlan_id) in vlan_keys:
-            problems.append("%s: VLAN %d on %s is already defined by %s" % (where("id"), vlan_id, link,
-                                                                             vlan_keys[(link, vlan_id)]))
+            problems.append("%s: VLAN %d on %s is already defined by %s"
+                            % (where("id"), vlan_id, link, vlan_keys[(link, vlan_id)]))
         vlan_keys[(link, vlan_id)] = where()
         entry = {"name": name, "id": vlan_id, "link": link, "mtu": None}
         if item.get("mtu") is not None:
             entry["mtu"] = _check_int(problems, where("mtu"), item["mtu"], MTU_MIN, MTU_MAX)
             parent_mtu = parents[link]["mtu"]
             if entry["mtu"] is not None and parent_mtu is not None and entry["mtu"] > parent_mtu:
-                problems.append("%s: %d is larger than the MTU %d of its parent %s" % (where("mtu"), entry["mtu"],
-                                                                                      parent_mtu, link))
+                problems.append("%s: %d is larger than the MTU %d of its parent %s"
+                                % (where("mtu"), entry["mtu"], parent_mtu, link))
         entry.update(_l3(problems, where, item))
         result["vlans"].append(entry)
 
@@ -463,8 +463,8 @@ def normalize(bonds=None, vlans=None, ethernets=None, bond_defaults=None, prefix
             for address in entry["addresses"]:
                 ip = address.split("/")[0]
                 if ip in seen_addresses:
-                    problems.append("%s_%s (%s): address %s is also assigned to %s" % (prefix, kind, entry["name"], ip,
-                                                                                      seen_addresses[ip]))
+                    problems.append("%s_%s (%s): address %s is also assigned to %s"
+                                    % (prefix, kind, entry["name"], ip, seen_addresses[ip]))
                 seen_addresses[ip] = entry["name"]
 
     if problems:
@@ -902,7 +902,7 @@ def networkmanager_profiles_to_activate(changes):
             apply.append((_nm_rank(change["after"]), (_NM_ID.search(change["after"]) or [None, None])[1]))
         if change["before"] is not None:
             revert.append((_nm_rank(change["before"]), (_NM_ID.search(change["before"]) or [None, None])[1]))
-    return ([pid for _, pid in sorted(apply) if pid], [pid for _, pid in sorted(revert) if pid])
+    return ([pid for dummy, pid in sorted(apply) if pid], [pid for dummy, pid in sorted(revert) if pid])
 
 
 def manifest_text(changes, directory):

@@ -73,7 +73,7 @@ def select_ipmi_reading(readings, selector):
 
     Raises SensorError when the sensor is missing, ambiguous, or has no numeric reading.
     """
-    name, _, entity = selector.partition("@")
+    name, entity = (selector.split("@", 1) + [""])[:2]
     matches = [r for r in readings if r["name"] == name.strip() and (not entity or r["entity"] == entity.strip())]
     if not matches:
         known = ", ".join(sorted({r["name"] for r in readings})) or "none"

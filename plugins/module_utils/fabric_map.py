@@ -244,6 +244,18 @@ def _check_input(topologies, peer_groups, rail_interfaces):
                 % (host, topology.get("schema_version"), SCHEMA_VERSION))
 
 
+class _Tally:
+    """What the pass over the hosts accumulates for the checks across hosts."""
+
+    def __init__(self):
+        self.findings = []
+        self.rail_stats = {}  # (group, rail index) -> {"switch"|"rate"|"mtu"|"active_mtu": Counter, "hosts": n}
+        self.device_sets = {}  # group -> {host: frozenset of RDMA device names}
+        self.port_owners = {}  # (switch, switch port) -> [(host, rail index)]
+        self.ports_down = []
+        self.unlinked_ib_rails = 0
+
+
 def build_fabric_map(topologies, peer_groups=None, rail_interfaces=None):
     """Build the fabric map of a fleet.
 
@@ -257,102 +269,103 @@ def build_fabric_map(topologies, peer_groups=None, rail_interfaces=None):
     _check_input(topologies, peer_groups, rail_interfaces)
     peer_groups = peer_groups or {}
     rail_interfaces = rail_interfaces or {}
+    tally = _Tally()
     hosts = {}
-    findings = []
-    # (group, rail index) -> {"switch"|"rate"|"mtu"|"active_mtu": Counter}
-    rail_stats = {}
-    device_sets = {}
-    port_owners = {}
-    ports_down = []
-    unlinked_ib_rails = 0
-
     for host in sorted(topologies, key=natural_key):
-        topology = topologies[host]
-        group = peer_groups.get(host) or DEFAULT_PEER_GROUP
-        entry = {"peer_group": group, "facts": topology is not None, "source": None, "rail_source": "none",
-                 "rdma_devices": [], "rails": [], "status": "ok", "miscabled": False}
-        hosts[host] = entry
-        if topology is None:
-            findings.append(_finding("error", "no_facts", "%s has no topology facts: the host was unreachable "
-                                     "or topology_facts failed on it" % host, host=host, group=group))
-            continue
-        entry["source"] = topology.get("source")
-        for item in topology.get("findings") or []:
-            if isinstance(item, dict) and item.get("message"):
-                # What topology_facts found on the host itself (a GPU far from its NIC, a bond without partner).
-                severity = item.get("severity") if item.get("severity") in SEVERITIES else "warning"
-                findings.append(_finding(severity, item.get("kind") or "host", "%s: %s" % (host, item["message"]),
-                                         host=host, group=group, scope="host"))
-        rdma = topology.get("rdma") or {}
-        entry["rdma_devices"] = sorted((device.get("name") for device in rdma.get("devices") or []
-                                        if isinstance(device, dict) and device.get("name")), key=natural_key)
-        device_sets.setdefault(group, {})[host] = frozenset(entry["rdma_devices"])
-
-        rails, entry["rail_source"] = host_rails(
-            topology, normalize_rail_interfaces(rail_interfaces.get(host), host))
-        entry["rails"] = rails
-        if not rails:
-            findings.append(_finding(
-                "info", "no_rails", "%s has no rails: no GPU with a nearest RDMA NIC in its facts and no "
-                "gpufabric_rail_interfaces in the inventory" % host, host=host, group=group))
-        lldp = topology.get("lldp") or {}
-        for rail in rails:
-            stats = rail_stats.setdefault((group, rail["rail"]), {
-                "switch": Counter(), "rate": Counter(), "mtu": Counter(), "active_mtu": Counter(), "hosts": 0})
-            stats["hosts"] += 1
-            label = _rail_label(rail)
-            if not rail.pop("exists"):
-                findings.append(_finding(
-                    "error", "rail_interface_missing", "%s rail %d names interface %s in gpufabric_rail_interfaces, "
-                    "but the host has no such interface" % (host, rail["rail"], rail["netdev"]),
-                    host=host, group=group, rail=rail["rail"]))
-                continue
-            if rail["up"] is False:
-                ports_down.append("%s rail %d (%s)" % (host, rail["rail"], label))
-                # topology_facts already reports every RDMA port down on its host; the netdev of an
-                # inventory rail is only checked here.
-                if rail["device"] is None:
-                    findings.append(_finding("error", "port_down", "%s rail %d (%s) is %s" % (
-                        host, rail["rail"], label, rail["state"]), host=host, group=group, rail=rail["rail"]))
-            for key, stat in (("rate_gbps", "rate"), ("mtu", "mtu"), ("active_mtu", "active_mtu")):
-                # A port that is down shows no negotiated rate worth comparing (ibstat prints 40 Gb/s).
-                if rail[key] is not None and not (key == "rate_gbps" and rail["up"] is False):
-                    stats[stat][rail[key]] += 1
-            if rail["switch"] is not None:
-                stats["switch"][rail["switch"]] += 1
-                if rail["switch_port"] is not None:
-                    port_owners.setdefault((rail["switch"], rail["switch_port"]), []).append((host, rail["rail"]))
-            elif rail["link_layer"] == "InfiniBand":
-                # InfiniBand does not speak LLDP: the switch of an IB rail is unknown here, not missing.
-                unlinked_ib_rails += 1
-            elif lldp.get("available") is False:
-                pass  # reported once per host below
-            else:
-                findings.append(_finding("warning", "no_neighbor", "%s rail %d (%s) has no LLDP neighbour: "
-                                         "the cable, the switch's LLDP or lldpd on the host is missing" % (
-                                             host, rail["rail"], label), host=host, group=group, rail=rail["rail"]))
-        if rails and lldp.get("available") is False:
-            findings.append(_finding("warning", "no_lldp", "%s has no LLDP data (%s): its rails cannot be placed "
-                                     "on switches" % (host, lldp.get("reason") or "lldpd not available"),
-                                     host=host, group=group))
-
-    rails_out = _rail_checks(hosts, rail_stats, findings)
-    _device_set_checks(device_sets, findings)
-    switches = _switches(hosts, port_owners, findings)
-    if unlinked_ib_rails:
+        hosts[host] = _add_host(host, topologies[host], peer_groups.get(host) or DEFAULT_PEER_GROUP,
+                                rail_interfaces.get(host), tally)
+    findings = tally.findings
+    rails_out = _rail_checks(hosts, tally.rail_stats, findings)
+    _device_set_checks(tally.device_sets, findings)
+    switches = _switches(hosts, tally.port_owners, findings)
+    if tally.unlinked_ib_rails:
         findings.append(_finding("info", "infiniband_rails", "%d InfiniBand rails carry no LLDP, so their leaf "
-                                 "switch is not in this map; use ibnetdiscover for the IB fabric" % unlinked_ib_rails))
+                                 "switch is not in this map; use ibnetdiscover for the IB fabric"
+                                 % tally.unlinked_ib_rails))
     findings.sort(key=lambda item: (-SEVERITIES.index(item["severity"]), natural_key(item["host"] or ""),
                                     item["rail"] if item["rail"] is not None else -1, item["kind"]))
     _host_status(hosts, findings)
     return {
         "schema_version": SCHEMA_VERSION,
-        "summary": dict(_summary(hosts, rails_out, switches, findings), rail_ports_down=ports_down),
+        "summary": dict(_summary(hosts, rails_out, switches, findings), rail_ports_down=tally.ports_down),
         "hosts": hosts,
         "rails": rails_out,
         "switches": switches,
         "findings": findings,
     }
+
+
+def _add_host(host, topology, group, rail_interfaces, tally):
+    """One host's entry in the map; what the checks across hosts need goes into tally."""
+    entry = {"peer_group": group, "facts": topology is not None, "source": None, "rail_source": "none",
+             "rdma_devices": [], "rails": [], "status": "ok", "miscabled": False}
+    findings = tally.findings
+    if topology is None:
+        findings.append(_finding("error", "no_facts", "%s has no topology facts: the host was unreachable "
+                                 "or topology_facts failed on it" % host, host=host, group=group))
+        return entry
+    entry["source"] = topology.get("source")
+    for item in topology.get("findings") or []:
+        if isinstance(item, dict) and item.get("message"):
+            # What topology_facts found on the host itself (a GPU far from its NIC, a bond without partner).
+            severity = item.get("severity") if item.get("severity") in SEVERITIES else "warning"
+            findings.append(_finding(severity, item.get("kind") or "host", "%s: %s" % (host, item["message"]),
+                                     host=host, group=group, scope="host"))
+    rdma = topology.get("rdma") or {}
+    entry["rdma_devices"] = sorted((device.get("name") for device in rdma.get("devices") or []
+                                    if isinstance(device, dict) and device.get("name")), key=natural_key)
+    tally.device_sets.setdefault(group, {})[host] = frozenset(entry["rdma_devices"])
+
+    rails, entry["rail_source"] = host_rails(topology, normalize_rail_interfaces(rail_interfaces, host))
+    entry["rails"] = rails
+    if not rails:
+        findings.append(_finding(
+            "info", "no_rails", "%s has no rails: no GPU with a nearest RDMA NIC in its facts and no "
+            "gpufabric_rail_interfaces in the inventory" % host, host=host, group=group))
+    lldp = topology.get("lldp") or {}
+    for rail in rails:
+        _add_rail(host, group, rail, lldp, tally)
+    if rails and lldp.get("available") is False:
+        findings.append(_finding("warning", "no_lldp", "%s has no LLDP data (%s): its rails cannot be placed "
+                                 "on switches" % (host, lldp.get("reason") or "lldpd not available"),
+                                 host=host, group=group))
+    return entry
+
+
+def _add_rail(host, group, rail, lldp, tally):
+    findings = tally.findings
+    stats = tally.rail_stats.setdefault((group, rail["rail"]), {
+        "switch": Counter(), "rate": Counter(), "mtu": Counter(), "active_mtu": Counter(), "hosts": 0})
+    stats["hosts"] += 1
+    label = _rail_label(rail)
+    if not rail.pop("exists"):
+        findings.append(_finding(
+            "error", "rail_interface_missing", "%s rail %d names interface %s in gpufabric_rail_interfaces, "
+            "but the host has no such interface" % (host, rail["rail"], rail["netdev"]),
+            host=host, group=group, rail=rail["rail"]))
+        return
+    if rail["up"] is False:
+        tally.ports_down.append("%s rail %d (%s)" % (host, rail["rail"], label))
+        # topology_facts already reports every RDMA port down on its host; the netdev of an
+        # inventory rail is only checked here.
+        if rail["device"] is None:
+            findings.append(_finding("error", "port_down", "%s rail %d (%s) is %s" % (
+                host, rail["rail"], label, rail["state"]), host=host, group=group, rail=rail["rail"]))
+    for key, stat in (("rate_gbps", "rate"), ("mtu", "mtu"), ("active_mtu", "active_mtu")):
+        # A port that is down shows no negotiated rate worth comparing (ibstat prints 40 Gb/s).
+        if rail[key] is not None and not (key == "rate_gbps" and rail["up"] is False):
+            stats[stat][rail[key]] += 1
+    if rail["switch"] is not None:
+        stats["switch"][rail["switch"]] += 1
+        if rail["switch_port"] is not None:
+            tally.port_owners.setdefault((rail["switch"], rail["switch_port"]), []).append((host, rail["rail"]))
+    elif rail["link_layer"] == "InfiniBand":
+        # InfiniBand does not speak LLDP: the switch of an IB rail is unknown here, not missing.
+        tally.unlinked_ib_rails += 1
+    elif lldp.get("available") is not False:  # a host without LLDP at all is reported once, not per rail
+        findings.append(_finding("warning", "no_neighbor", "%s rail %d (%s) has no LLDP neighbour: "
+                                 "the cable, the switch's LLDP or lldpd on the host is missing" % (
+                                     host, rail["rail"], label), host=host, group=group, rail=rail["rail"]))
 
 
 def _rail_label(rail):

@@ -60,12 +60,30 @@ def _findings_table(findings):
 
 
 def _hosts_to_draw(hosts, limit):
+    """All hosts when they fit; else the hosts with findings, then their peers (so that a miscabled host is seen
+    beside hosts cabled right), then the others. Drawn grouped by peer group."""
     names = list(hosts)
-    if len(names) <= limit:
-        return names
-    rank = {"error": 0, "no_facts": 1, "warning": 2, "info": 3, "ok": 4}
-    chosen = sorted(names, key=lambda host: (rank.get(hosts[host]["status"], 5), natural_key(host)))[:limit]
-    return sorted(chosen, key=natural_key)
+    if len(names) > limit:
+        rank = {"error": 0, "no_facts": 1, "warning": 2, "info": 3}
+        problems = sorted((host for host in names if hosts[host]["status"] in rank),
+                          key=lambda host: (rank[hosts[host]["status"]], natural_key(host)))[:limit]
+        chosen = set(problems)
+        peers = {}
+        for host in names:
+            peers.setdefault(hosts[host]["peer_group"], []).append(host)
+        # Round robin over the problem hosts' groups, so that each of them is drawn beside some peers.
+        queues = [[host for host in peers[group] if host not in chosen]
+                  for group in sorted({hosts[host]["peer_group"] for host in problems}, key=natural_key)]
+        while len(chosen) < limit and any(queues):
+            for queue in queues:
+                if queue and len(chosen) < limit:
+                    chosen.add(queue.pop(0))
+        for host in names:
+            if len(chosen) >= limit:
+                break
+            chosen.add(host)
+        names = [host for host in names if host in chosen]
+    return sorted(names, key=lambda host: (natural_key(hosts[host]["peer_group"]), natural_key(host)))
 
 
 def _rail_cell_class(rail):
@@ -88,16 +106,25 @@ def render_svg(fabric_map, max_hosts_drawn=64):
     host_h, switch_w, switch_h, switch_gap = 44, 130, 40, 24
     margin, switch_y, host_y = 20, 50, 280
 
-    # Switches reached by the drawn hosts, ordered by the lowest rail they carry so rail 0's leaf is leftmost.
-    switch_rails = {}
+    # Switches reached by the drawn hosts: those of the first peer group drawn come first, each group's in rail
+    # order; a switch is placed by the hosts whose rails are expected there, so a miscabled link stands out as a
+    # long red line. Hosts are drawn grouped by peer group, so this keeps the other lines short.
+    group_rank = {}
+    for host in drawn:
+        group_rank.setdefault(hosts[host]["peer_group"], len(group_rank))
+    switch_rails, switch_place = {}, {}
     for host in drawn:
         for rail in hosts[host]["rails"]:
             if rail.get("switch") is not None:
                 switch_rails.setdefault(rail["switch"], set()).add(rail["rail"])
-    switches = sorted(switch_rails, key=lambda name: (min(switch_rails[name]), natural_key(name)))
-
-    hosts_w = len(drawn) * (host_w + host_gap) - host_gap
+                place = (0 if rail.get("aligned") is not False else 1, group_rank[hosts[host]["peer_group"]],
+                         rail["rail"])
+                switch_place[rail["switch"]] = min(switch_place.get(rail["switch"], place), place)
+    switches = sorted(switch_rails, key=lambda name: (switch_place[name][1:], natural_key(name)))
     switches_w = len(switches) * (switch_w + switch_gap) - switch_gap
+    # Spread the hosts under the switches when these take more room, so that each sits below its leaves.
+    host_pitch = max(host_w + host_gap, (switches_w + host_gap) / float(max(len(drawn), 1)))
+    hosts_w = len(drawn) * host_pitch - host_gap
     width = max(hosts_w, switches_w, 400) + 2 * margin
     hosts_x0 = margin + (width - 2 * margin - hosts_w) / 2.0
     switches_x0 = margin + (width - 2 * margin - switches_w) / 2.0
@@ -114,7 +141,7 @@ def render_svg(fabric_map, max_hosts_drawn=64):
                 switch_h, x + switch_w / 2.0, switch_y + 24, _e(name[:20])))
     for position, host in enumerate(drawn):
         entry = hosts[host]
-        x = hosts_x0 + position * (host_w + host_gap)
+        x = hosts_x0 + position * host_pitch
         fill = {"error": "#fde0e0", "warning": "#fff3cd", "no_facts": "#eeeeee"}.get(entry["status"], "#e6f4ea")
         stroke = MISCABLED_COLOUR if entry["miscabled"] else "#444"
         boxes.append(

@@ -25,7 +25,7 @@ description:
   - Owns only its own files (O(file_prefix) in O(config_dir)); files of the same prefix that the configuration no
     longer needs are removed.
 author:
-  - gpufabric.core contributors
+  - gpufabric.core contributors (@gpufabric)
 options:
   backend:
     description: Which configuration system renders and activates the configuration.
@@ -187,10 +187,7 @@ activation_started:
 """
 
 import os
-import select
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 
@@ -208,6 +205,7 @@ BACKEND_DEFAULTS = {
     "networkmanager": {"config_dir": "/etc/NetworkManager/system-connections", "file_prefix": "gpufabric-",
                        "mode": 0o600},
 }
+NETWORKD_DIR = "/etc/systemd/network"
 NETWORKD_BINARIES = ("/lib/systemd/systemd-networkd", "/usr/lib/systemd/systemd-networkd")
 # Runs inside `unshare --mount --net`: networkd loads a copy of the future configuration directory, logs what
 # it rejects, and can touch nothing of the host: private mounts, an empty network namespace, no D-Bus, and no
@@ -219,9 +217,20 @@ mount -t tmpfs tmpfs /run/systemd
 mkdir -p /run/systemd/network /run/systemd/netif/links /run/systemd/netif/leases /run/systemd/netif/lldp
 chown -R systemd-network:systemd-network /run/systemd/netif
 mount --bind "$1" "$2"
-exec setpriv --reuid=systemd-network --regid=systemd-network --clear-groups --inh-caps=-all --bounding-set=-all \
+log=/run/systemd/validate.log
+setpriv --reuid=systemd-network --regid=systemd-network --clear-groups --inh-caps=-all --bounding-set=-all \
     env SYSTEMD_LOG_TARGET=console SYSTEMD_LOG_LEVEL=info SYSTEMD_LOG_COLOR=0 \
-    DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent "$3"
+    DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent "$3" >"$log" 2>&1 &
+networkd=$!
+# The files are loaded before the links are enumerated: stop as soon as networkd says so (at most 20 s).
+tries=0
+while [ "$tries" -lt 200 ] && kill -0 "$networkd" 2>/dev/null && ! grep -q "Enumeration completed" "$log"; do
+    sleep 0.1
+    tries=$((tries + 1))
+done
+kill "$networkd" 2>/dev/null || true
+wait "$networkd" 2>/dev/null || true
+cat "$log"
 """
 
 
@@ -259,35 +268,6 @@ def stage_directory(directory, changes, target):
             with open(path, "w") as handle:
                 handle.write(change["after"])
             os.chmod(path, 0o600)
-
-
-def run_until(argv, marker, timeout):
-    """Run argv, collect its output until a line contains marker or timeout passes, then stop it."""
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    output = []
-    deadline = time.monotonic() + timeout
-    buffer = b""
-    try:
-        while time.monotonic() < deadline:
-            ready, dummy, dummy = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                break
-            chunk = os.read(process.stdout.fileno(), 65536)
-            if not chunk:
-                break
-            buffer += chunk
-            if marker.encode() in buffer:
-                break
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            rest = process.communicate(timeout=5)[0] or b""
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            rest = process.communicate()[0] or b""
-        output.append(to_text(buffer + rest, errors="surrogate_or_strict"))
-    return process.returncode, "".join(output)
 
 
 class Validator:
@@ -337,19 +317,19 @@ class Validator:
         stage = tempfile.mkdtemp(prefix="gpufabric-networkd-")
         try:
             stage_directory(self.directory, changes, os.path.join(stage, "network"))
-            rc, output = run_until([unshare, "--mount", "--net", "/bin/sh", "-c", _NETWORKD_SANDBOX, "sandbox",
-                                    os.path.join(stage, "network"), self.directory, binary],
-                                   "Enumeration completed", 20)
+            rc, out, err = self.module.run_command([unshare, "--mount", "--net", "/bin/sh", "-c", _NETWORKD_SANDBOX,
+                                                    "sandbox", os.path.join(stage, "network"), NETWORKD_DIR, binary])
+            output = out + err
         finally:
             shutil.rmtree(stage, ignore_errors=True)
         self.result.update(ran=True, output=output.strip())
         if "Enumeration completed" not in output:
             return ["systemd-networkd could not be run in an isolated namespace to validate the files (it needs "
                     "root with CAP_SYS_ADMIN for unshare); its output: %s" % output.strip()[-600:]]
-        ours = bc.networkd_file_problems(output, self.desired, self.directory)
-        others = [line for line in bc.networkd_file_problems(output, os.listdir(self.directory)
-                                                              if os.path.isdir(self.directory) else [],
-                                                              self.directory) if line not in ours]
+        # networkd always reads /etc/systemd/network: the staged copy is mounted there, whatever config_dir is.
+        ours = bc.networkd_file_problems(output, self.desired, NETWORKD_DIR)
+        existing = os.listdir(self.directory) if os.path.isdir(self.directory) else []
+        others = [line for line in bc.networkd_file_problems(output, existing, NETWORKD_DIR) if line not in ours]
         self.result["warnings"].extend("systemd-networkd, file not managed by this module: %s" % line
                                        for line in others)
         return ["systemd-networkd would ignore a setting: %s" % line for line in ours]
@@ -520,7 +500,7 @@ def main():
     result["config"] = config
     result["files"] = [os.path.join(directory, name) for name in sorted(desired)]
 
-    if params["activate"] and not module.check_mode:
+    if params["activate"] and module.get_bin_path("systemctl"):
         rc, out, dummy = systemctl(module, "is-active", ROLLBACK_UNIT + ".timer")
         if out.strip() == "active":
             rc, out, dummy = systemctl(module, "show", "-p", "NextElapseUSecRealtime", ROLLBACK_UNIT + ".timer")

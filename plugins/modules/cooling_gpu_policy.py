@@ -41,7 +41,7 @@ attributes:
     support: full
     description: Shows each changed setting per GPU, before and after.
 author:
-  - gpufabric.core contributors
+  - gpufabric.core contributors (@gpufabric)
 """
 
 EXAMPLES = r"""

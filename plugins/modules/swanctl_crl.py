@@ -19,9 +19,9 @@ description:
     O(revoke_superseded), every certificate of a host but its newest.
   - The CRL is rewritten only when the revoked set changes, when it was not signed by this CA, or when it expires
     within O(refresh_days); otherwise nothing changes.
-  - Runs where the CA key is, normally on the controller (C(delegate_to: localhost)).
+  - "Runs where the CA key is, normally on the controller (C(delegate_to: localhost))."
 author:
-  - gpufabric.core maintainers
+  - gpufabric.core maintainers (@gpufabric)
 requirements:
   - cryptography >= 3.1 (Python library) where the module runs.
 attributes:

@@ -19,7 +19,7 @@ description:
     initiation was refused (untrusted CA, revoked certificate, no proposal chosen, timeout...).
   - The parsing is the same code as the P(gpufabric.core.swanctl_sas#filter) filter.
 author:
-  - gpufabric.core maintainers
+  - gpufabric.core maintainers (@gpufabric)
 requirements:
   - strongSwan with swanctl and a running charon (charon-systemd) on the host.
 attributes:
@@ -158,7 +158,7 @@ terminated:
   sample: []
 sas:
   description: The IKE SAs as parsed from the last C(swanctl --list-sas).
-  returned: always
+  returned: success
   type: list
   elements: dict
   sample:
@@ -272,10 +272,10 @@ def main():
         problems.append(line)
 
     report = dict(changed=bool(initiated or terminated), peers=results, problems=problems, initiated=initiated,
-                  terminated=terminated, sas=sas)
+                  terminated=terminated)
     if problems and params["fail_on_problems"]:
         module.fail_json(msg="IPsec SAs are not as expected: " + " | ".join(problems), **report)
-    module.exit_json(**report)
+    module.exit_json(sas=sas, **report)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ from integration_helpers import LOG_DIR, ROOT, tail
 
 LAB = "gpufabric-site-test"
 INVENTORY = ROOT / "inventories" / "lab" / f"{LAB}.yml"
-LAB_ENV = dict(os.environ, GPUFABRIC_LAB_NAME=LAB, GPUFABRIC_LAB_SUBNET="10.231.20.0/24")
+LAB_ENV = dict(os.environ, GPUFABRIC_LAB_NAME=LAB, GPUFABRIC_LAB_SUBNET="10.231.20.0/24",
+               ANSIBLE_CACHE_PLUGIN_CONNECTION=str(ROOT / ".cache" / "facts" / LAB))
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +25,8 @@ def lab():
 
 
 def _runner(private_data_dir, playbook, inventory, name):
-    env = {k: os.environ[k] for k in ("PATH", "ANSIBLE_CONFIG", "ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_ROLES_PATH")}
+    env = {k: LAB_ENV[k] for k in ("PATH", "ANSIBLE_CONFIG", "ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_ROLES_PATH",
+                                   "ANSIBLE_CACHE_PLUGIN_CONNECTION")}
     result = ansible_runner.run(private_data_dir=str(private_data_dir), project_dir=str(ROOT),
                                 playbook=str(ROOT / playbook), inventory=str(inventory), envvars=env,
                                 quiet=True, timeout=1500)
@@ -49,7 +51,7 @@ def test_unreachable_host_in_first_batch_stops_the_rollout(lab):
     """node01 is stopped while the rdma play runs on the first batch (node01, node02) of two."""
     argv = ["ansible-playbook", "-i", str(lab), "playbooks/site.yml", "--tags", "rdma,nccl",
             "-e", "gpufabric_serial=2"]
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(argv, cwd=ROOT, env=LAB_ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
     stopped = threading.Event()
     for line in proc.stdout:

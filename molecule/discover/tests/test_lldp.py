@@ -6,14 +6,15 @@ testinfra_hosts = ["discover-node1", "discover-node2", "discover-node3"]
 
 
 def _live_neighbours(host):
-    """{local interface: (chassis name, port id)} from the node's own lldpd."""
+    """{local interface: (chassis name, port ID type, port description)} from the node's own lldpd."""
     data = json.loads(host.check_output("lldpctl -f json0"))
     found = {}
     for block in data["lldp"]:
         for interface in block.get("interface", []):
             chassis = interface["chassis"][0]
             port = interface["port"][0]
-            found[interface["name"]] = (chassis["name"][0]["value"], port["id"][0]["value"])
+            found[interface["name"]] = (chassis["name"][0]["value"], port["id"][0]["type"],
+                                        port["descr"][0]["value"])
     return found
 
 
@@ -24,5 +25,6 @@ def test_map_rails_match_live_lldp(host, fabric_map):
     rails = fabric_map["hosts"][name]["rails"]
     assert [rail["netdev"] for rail in rails] == ["eth1", "eth2"]
     for rail in rails:
-        assert (rail["switch"], rail["switch_port"]) == live[rail["netdev"]]
+        # The leaves' lldpd sends a MAC as port ID: the map names the port by its description, as the leaf does.
+        assert (rail["switch"], "mac", rail["switch_port"]) == live[rail["netdev"]]
         assert rail["up"] is True and rail["link_layer"] == "Ethernet"

@@ -13,6 +13,14 @@ CABLING = {
 }
 
 
+def _ansible_env():
+    project = os.environ["MOLECULE_PROJECT_DIRECTORY"]
+    # The project's fact cache would outlive the scenario's instances: keep these runs' facts in memory.
+    return dict(os.environ, ANSIBLE_COLLECTIONS_PATH="%s/.build/collections" % project,
+                ANSIBLE_CONFIG="%s/ansible.cfg" % project, ANSIBLE_FORCE_COLOR="false",
+                ANSIBLE_CACHE_PLUGIN="ansible.builtin.memory")
+
+
 def test_every_rail_reaches_the_cabled_leaf_port(fabric_map):
     assert sorted(fabric_map["hosts"]) == sorted(CABLING)
     for host, cables in CABLING.items():
@@ -68,12 +76,6 @@ def test_default_policy_fails_on_the_miscabled_node(tmp_path):
     assert "2 findings at or above 'error'" in result.stdout
     assert "discover-node3 rail 1 (eth2) reaches leaf-a port swp3" in result.stdout
     assert (tmp_path / "fabric_map.json").is_file()  # written before the policy failed
-
-
-def _ansible_env():
-    project = os.environ["MOLECULE_PROJECT_DIRECTORY"]
-    return dict(os.environ, ANSIBLE_COLLECTIONS_PATH="%s/.build/collections" % project,
-                ANSIBLE_CONFIG="%s/ansible.cfg" % project, ANSIBLE_FORCE_COLOR="false")
 
 
 def test_snapshots_give_the_same_map_offline(tmp_path, fabric_map):

@@ -19,16 +19,17 @@ def run_playbook(playbook, *args):
     command = ["ansible-playbook", "-i", env["MOLECULE_INVENTORY_FILE"], str(SCENARIO_DIR / playbook), *args]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
     try:
-        report = json.loads(result.stdout[result.stdout.index("{"):])
+        # Callbacks enabled in the scenario's ansible.cfg (profile_tasks) print after the JSON document.
+        report = json.JSONDecoder().raw_decode(result.stdout[result.stdout.index("{"):])[0]
     except ValueError:
         pytest.fail("no JSON report from %s:\n%s\n%s" % (" ".join(command), result.stdout[-3000:], result.stderr[-3000:]))
     return result.returncode, report, result.stdout + result.stderr
 
 
 def task_results(report, host):
-    """[(task name, result)] for one host, in order."""
+    """[(task name without its role prefix, result)] for one host, in order."""
     return [
-        (task["task"]["name"], task["hosts"][host])
+        (task["task"]["name"].split(" : ", 1)[-1], task["hosts"][host])
         for play in report["plays"]
         for task in play["tasks"]
         if host in task["hosts"]

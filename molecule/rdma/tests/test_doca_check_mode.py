@@ -10,11 +10,9 @@ from conftest import run_playbook, task_results
 
 HOST = "rdma-node1"
 MIRROR = "http://doca-mirror.lab.invalid/doca/2.9.1/debian12/x86_64/"
+REPO_TASK = "Add the DOCA-OFED repository (deb822 sources, flat repository signed by its key)"
 # Check mode may report these (they would change the host); every other task must report no change.
-DOCA_TASKS = {
-    "Add the DOCA-OFED repository (deb822, flat repository signed by its key)",
-    "Refresh the package index after adding the repository",
-}
+DOCA_TASKS = {REPO_TASK, "Create the apt keyrings directory"}
 
 
 @pytest.fixture(scope="module")
@@ -25,10 +23,12 @@ def doca_preview():
 
 
 def test_repository_rendered_from_inventory_mirror(doca_preview):
-    repo = dict(doca_preview)["Add the DOCA-OFED repository (deb822, flat repository signed by its key)"]
+    repo = dict(doca_preview)[REPO_TASK]
     assert repo["changed"] is True
-    assert repo["dest"] == "/etc/apt/sources.list.d/gpufabric-doca.sources"
-    lines = repo["repo"].splitlines()
+    # --diff shows the file check mode did not write.
+    diff = repo["diff"][0] if isinstance(repo["diff"], list) else repo["diff"]
+    assert diff["after_header"] == "/etc/apt/sources.list.d/gpufabric-doca.sources"
+    lines = diff["after"].splitlines()
     assert "URIs: %s" % MIRROR in lines
     assert "Suites: ./" in lines
     assert "Types: deb" in lines

@@ -72,8 +72,8 @@ def test_netplan_yaml_is_what_netplan_expects():
         "ad-select": "stable", "min-links": 1}
     assert network["bonds"]["bond0"]["routes"][0] == {"to": "default", "via": "10.10.0.1", "metric": 100}
     assert network["bonds"]["bond0"]["routing-policy"] == [{"from": "10.10.0.0/24", "table": 100, "priority": 100}]
-    assert network["bonds"]["bond1"]["parameters"] == {"mode": "active-backup", "mii-monitor-interval": 100,
-                                                      "primary": "eno1"}
+    assert network["bonds"]["bond1"]["parameters"] == {
+        "mode": "active-backup", "mii-monitor-interval": 100, "primary": "eno1"}
     assert network["vlans"]["bond0.100"] == {"id": 100, "link": "bond0",
                                              "addresses": ["10.100.0.5/24", "fd00:100::5/64"]}
     assert network["ethernets"]["eth9"]["routes"] == [{"to": "198.51.100.0/24"}]

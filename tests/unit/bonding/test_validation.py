@@ -130,8 +130,8 @@ def test_bad_routes(route, expected):
 def test_routing_policy():
     config = normalize(bonds=[dict(BOND, addresses=["10.1.0.5/24"],
                                    routing_policy=[{"from": "10.1.0.0/24", "table": 101, "priority": 100}])])
-    assert config["bonds"][0]["routing_policy"] == [{"from": "10.1.0.0/24", "to": None, "table": 101,
-                                                      "priority": 100}]
+    assert config["bonds"][0]["routing_policy"] == [
+        {"from": "10.1.0.0/24", "to": None, "table": 101, "priority": 100}]
     problems = problems_of(bonds=[dict(BOND, routing_policy=[{"from": "10.1.0.0/24"},
                                                              {"table": 5},
                                                              {"to": "10.0.0.0/8", "table": 5, "priority": 32766}])])

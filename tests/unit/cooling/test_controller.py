@@ -115,7 +115,8 @@ def test_stopped_bmc_drives_full_duty_and_says_why(cooling_pkg, ipmi_sim, tmp_pa
 
 def test_stale_data_drives_full_duty(cooling_pkg, ipmi_sim, tmp_path, hwmon):
     # A BMC that answers only after longer than stale_after gave data that is already too old.
-    ticks = iter([0.0, 0.1, 100.0, 106.0])
+    # Per cycle the clock is read when the read starts, when it ends, and before the writes.
+    ticks = iter([0.0, 0.1, 0.2, 100.0, 106.0, 106.1])
     controller = cooling_pkg["controller"].Controller(make_config(tmp_path, hwmon, ipmi_sim), clock=lambda: next(ticks))
     assert controller.cycle()["groups"]["chassis"]["failsafe"] is False
     snapshot = controller.cycle()
@@ -140,7 +141,10 @@ def test_raw_command_refused_by_the_bmc_is_logged_and_fails_safe(cooling_pkg, ip
     assert "hand-back to the BMC refused too" in caplog.text
     # The other group is unaffected and the service keeps cycling.
     assert snapshot["groups"]["chassis"]["failsafe"] is False
-    assert controller.cycle()["groups"]["bmc"]["failsafe"] is True
+    # Within WRITE_RETRY_S the refusing BMC is not asked again; the group stays in fail-safe and says so.
+    again = controller.cycle()["groups"]["bmc"]
+    assert again["failsafe"] is True and again["written"] is False
+    assert again["reasons"][0].startswith("writing the duty of fan group bmc failed: BMC refused") and "(retrying in" in again["reasons"][0]
 
 
 def test_leak_and_coolant_out_of_range_trigger_the_configured_action_once(cooling_pkg, sushy_static, tmp_path, hwmon, caplog):

@@ -215,7 +215,7 @@ class Sensors:
         """Read the (backend, selector) pairs in wanted; returns {pair: value or BackendError}."""
         results = {}
         bulk = {}
-        for backend in sorted({backend for backend, _ in wanted}):
+        for backend in sorted({pair[0] for pair in wanted}):
             try:
                 bulk[backend] = self._bulk(backend)
             except (BackendError, SensorError) as exc:
@@ -262,7 +262,7 @@ def resolve_hwmon(root, selector):
     """
     if selector.startswith("/"):
         return selector
-    chip, _, filename = selector.partition("/")
+    chip, filename = (selector.split("/", 1) + [""])[:2]
     found = []
     for directory in sorted(glob.glob(os.path.join(root, "hwmon*"))):
         try:

@@ -33,6 +33,9 @@ from .cooling_sensors import (
 from .parse_common import ParseError
 
 LOG = logging.getLogger("gpufabric-cooling")
+# Seconds between attempts to write to a fan backend that refused or did not answer (the group stays in fail-safe).
+WRITE_RETRY_S = 30.0
+_BACKEND_ORDER = {"hwmon": 0, "redfish": 1, "ipmi_raw": 2}
 
 
 def sd_notify(message):
@@ -84,6 +87,8 @@ class Controller:
         self.last_good = {}
         self.last_reasons = {}
         self.liquid_alarms = {}
+        self.write_errors = {}
+        self.write_retry_at = {}
         self.snapshot = {}
 
     # -- persistence of the firmware's own fan modes, so a later stop can hand them back -----------
@@ -143,27 +148,43 @@ class Controller:
     def cycle(self):
         zones = self.read_zones()
         zone_duties = {}
-        for name, (temperature, _, reason) in zones.items():
+        for name, (temperature, unused_readings, reason) in zones.items():
             zone_duties[name] = FULL_DUTY if reason or temperature is None else self.zones[name].duty(temperature)
         groups = {}
-        for name, group in self.config["fan_groups"].items():
+        failed = []
+        # Local fans first: a BMC that times out must not delay the fail-safe of the fans the host drives itself.
+        order = sorted(self.config["fan_groups"], key=lambda n: (_BACKEND_ORDER.get(self.config["fan_groups"][n]["backend"], 9), n))
+        now = self.clock()
+        for name in order:
+            group = self.config["fan_groups"][name]
             reasons = [zones[zone][2] for zone in group["zones"] if zones[zone][2]]
             target = max(zone_duties[zone] for zone in group["zones"])
             failsafe = bool(reasons)
             duty = self.outputs[name].step(target, failsafe)
-            try:
-                self.fan(name).write(duty)
-                written = True
-            except BackendError as exc:
-                reasons.append("writing the duty of fan group %s failed: %s" % (name, exc))
-                written = False
+            written = False
+            if now < self.write_retry_at.get(name, 0):
+                # A backend that refused recently is retried every WRITE_RETRY_S, not hammered every cycle.
+                reasons.append(self.write_errors[name] + " (retrying in %.0f s)" % (self.write_retry_at[name] - now))
                 failsafe = True
+            else:
+                try:
+                    self.fan(name).write(duty)
+                    written = True
+                    self.write_errors.pop(name, None)
+                except BackendError as exc:
+                    self.write_errors[name] = "writing the duty of fan group %s failed: %s" % (name, exc)
+                    self.write_retry_at[name] = now + WRITE_RETRY_S
+                    reasons.append(self.write_errors[name])
+                    failsafe = True
+                    failed.append(name)
             changed = self._log_transition(name, reasons)
-            if not written:
-                # Retried every cycle; logged when the situation changes, not once a second.
-                self._fail_safe_write(name, logging.ERROR if changed else logging.DEBUG)
             groups[name] = {"duty": FULL_DUTY if failsafe else duty, "target": target, "failsafe": failsafe,
-                            "written": written, "reasons": reasons}
+                            "written": written, "reasons": reasons, "log_level": logging.ERROR if changed else logging.DEBUG}
+        # Fallbacks (full duty, then hand-back) only after every group had its normal write.
+        for name in failed:
+            self._fail_safe_write(name, groups[name]["log_level"])
+        for group in groups.values():
+            group.pop("log_level")
         self._store_saved_modes()
         liquid = self.check_liquid() if self.config.get("liquid") else {}
         self.snapshot = {"time": time.time(), "zones": {n: {"temperature": z[0], "readings": z[1], "reason": z[2],

@@ -1,10 +1,10 @@
-#!/usr/bin/python3
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Boot-time RDMA NIC tuning installed by the gpufabric.core.rdma role.
 
-Runs on the managed host (Python 3.6+, standard library only), from oneshot systemd units:
+Runs on the managed host (Python 3.6+, standard library only) through the /usr/local/sbin/gpufabric-rdma-tune
+wrapper, from oneshot systemd units:
 
   irq-affinity            pin each RDMA NIC's MSI/MSI-X IRQs to the CPUs of the NIC's NUMA node
   roce                    RoCE QoS defaults on ports whose link layer is Ethernet (trust mode, cma_roce_tos,
@@ -315,7 +315,7 @@ def action_roce(host, config, dry_run=False, run=subprocess.run):
                 if dry_run:
                     log("%s: would run %s" % (name, " ".join(command)))
                     continue
-                result = run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+                result = run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
                 if result.returncode != 0:
                     failures += 1
                     log("%s: %s failed: %s" % (name, " ".join(command), result.stdout.strip()))
@@ -384,13 +384,13 @@ def action_pcie_relaxed_ordering(host, config, dry_run=False, run=subprocess.run
         log("setpci not installed (package pciutils); relaxed ordering left alone")
         return 0
     failures = 0
-    for address in sorted({os.path.basename(d) for _, d in devices}):
+    for address in sorted({os.path.basename(device_dir) for _name, device_dir in devices}):
         value = DEVCTL_RELAXED_ORDERING if wanted == "enable" else 0
         command = [setpci, "-s", address, "CAP_EXP+8.w=%04x:%04x" % (value, DEVCTL_RELAXED_ORDERING)]
         if dry_run:
             log("%s: would run %s" % (address, " ".join(command)))
             continue
-        result = run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        result = run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
         if result.returncode != 0:
             failures += 1
             log("%s: %s failed: %s" % (address, " ".join(command), result.stdout.strip()))
@@ -446,14 +446,14 @@ def action_mlxconfig(host, config, check=False, run=subprocess.run):
         return 0
     devices = resolve_devices(host, config, wait=False)
     # One firmware per PCI function; ports of one device share it.
-    addresses = sorted({os.path.basename(d) for _, d in devices})
+    addresses = sorted({os.path.basename(device_dir) for _name, device_dir in devices})
     if not addresses:
         report["message"] = "no RDMA device found"
         print(json.dumps(report))
         return 0
     for address in addresses:
         query = run([mlxconfig, "-d", address, "query"] + sorted(settings), stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT, universal_newlines=True)
+                    stderr=subprocess.STDOUT, universal_newlines=True, check=False)
         if query.returncode != 0:
             raise TuneError("mlxconfig query of %s failed: %s" % (address, query.stdout.strip()[-500:]))
         current = parse_mlxconfig_query(query.stdout)
@@ -466,7 +466,7 @@ def action_mlxconfig(host, config, check=False, run=subprocess.run):
             report["changed"] = True
             if not check:
                 command = [mlxconfig, "-y", "-d", address, "set"] + ["%s=%s" % item for item in sorted(pending.items())]
-                result = run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+                result = run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
                 if result.returncode != 0:
                     raise TuneError("%s failed: %s" % (" ".join(command), result.stdout.strip()[-500:]))
     report["message"] = "firmware settings %s" % ("pending" if report["changed"] else "already set")
@@ -489,7 +489,7 @@ def parse_settings(pairs):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="gpufabric-rdma-tune", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="gpufabric-rdma-tune", description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("action", choices=["irq-affinity", "roce", "pcie-relaxed-ordering", "mlxconfig", "check-config"])
     parser.add_argument("--config", default=DEFAULT_CONFIG, help="JSON configuration written by the role")
     parser.add_argument("--sysfs-root", default="/sys", help=argparse.SUPPRESS)
