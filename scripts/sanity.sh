@@ -29,6 +29,8 @@ done
 
 rm -rf "$DEST"
 mkdir -p "$DEST"
-(cd "$ROOT" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -C "$DEST" -xf -
+# Tracked files deleted in the working tree are left out (tar would stop on them).
+(cd "$ROOT" && git ls-files -co --exclude-standard -z | xargs -0 -r ls -d 2>/dev/null | tr '\n' '\0' |
+    tar --null -T - -cf -) | tar -C "$DEST" -xf -
 cd "$DEST"
 ansible-test sanity --local --python "$PYTHON_VERSION" --color no "$@"

@@ -26,6 +26,14 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]]; then
     echo "$wanted" >"$stamp"
 fi
 
+# systemd in every lab container takes inotify instances; the default 128 per user is exhausted by about twenty
+# containers, and new ones then hang at boot ("Failed to create inotify object: Too many open files").
+sysctl_conf=/etc/sysctl.d/90-gpufabric-lab.conf
+if [[ ! -f $sysctl_conf ]]; then
+    printf 'fs.inotify.max_user_instances = 8192\nfs.inotify.max_user_watches = 524288\n' >"$sysctl_conf"
+    sysctl -q -p "$sysctl_conf"
+fi
+
 "$ROOT/scripts/lab.sh" host-setup
 # shellcheck source=scripts/env.sh
 source "$ROOT/scripts/env.sh"

@@ -143,7 +143,10 @@ def _plain(value):
 def fabric_map(topologies, peer_groups=None, rail_interfaces=None):
     if isinstance(topologies, Mapping):
         # An empty mapping is what Jinja's map(attribute=..., default={}) gives for a host without facts.
-        topologies = {host: (_plain(facts) or None) for host, facts in topologies.items()}
+        # The facts are read as they are (Ansible's lazy dicts are dicts): copying them first costs more than
+        # building the map.
+        topologies = {host: (facts if isinstance(facts, Mapping) and facts else None)
+                      for host, facts in topologies.items()}
     try:
         return build_fabric_map(topologies, peer_groups=_plain(peer_groups) or None,
                                 rail_interfaces=_plain(rail_interfaces) or None)

@@ -453,7 +453,9 @@ def command_for(params, test, numactl_path, server=None):
     tool = params["tool"]
     if tool == IPERF3:
         if server:
-            argv = iperf3_client_argv(server, test["port"], params["duration"], params["streams"], params["bidirectional"], params["bind_address"], params["extra_args"])
+            argv = iperf3_client_argv(
+                server, test["port"], params["duration"], params["streams"], params["bidirectional"], params["bind_address"], params["extra_args"],
+            )
         else:
             argv = iperf3_server_argv(test["port"], params["bind_address"])
     else:

@@ -118,6 +118,12 @@ _METRICS = (
     ("last_run_timestamp_seconds", "Unix time at which the verification report was generated."),
 )
 
+_DIRECTIONS = (
+    ("client_to_server", "client_to_server_gbps"),
+    ("server_to_client", "server_to_client_gbps"),
+    ("bidirectional_sum", "aggregate_gbps"),
+)
+
 
 def render_prometheus(report, host=None):
     """Metrics in the text exposition format; host restricts them to one host (its textfile)."""
@@ -135,9 +141,11 @@ def render_prometheus(report, host=None):
     for test in report["tests"]:
         if host is not None and host not in (test["client"], test["server"]):
             continue
-        for direction, key in (("client_to_server", "client_to_server_gbps"), ("server_to_client", "server_to_client_gbps"), ("bidirectional_sum", "aggregate_gbps")):
+        for direction, key in _DIRECTIONS:
             if test.get(key) is not None:
-                labels = {"client": test["client"], "server": test["server"], "rail": str(test.get("rail")), "direction": direction, "tool": test.get("tool") or ""}
+                labels = {
+                    "client": test["client"], "server": test["server"], "rail": str(test.get("rail")), "direction": direction, "tool": test.get("tool") or "",
+                }
                 samples["pair_bandwidth_gbps"].append(_sample("pair_bandwidth_gbps", labels, test[key]))
     for name, verdict in sorted(report["nccl"].items()):
         if host is not None and host not in verdict["hosts"]:
@@ -211,7 +219,12 @@ host that failed the rail.</p>
     if (text !== undefined && text !== null) { node.textContent = String(text); }
     return node;
   }
-  function fmt(value) { return value === null || value === undefined ? "n/a" : Number(value).toFixed(2); }
+  // As the Python side prints: two decimals, three significant digits below 1.
+  function fmt(value) {
+    if (value === null || value === undefined) { return "n/a"; }
+    var number = Number(value);
+    return number !== 0 && Math.abs(number) < 1 ? String(Number(number.toPrecision(3))) : number.toFixed(2);
+  }
   // Red below 50 % of the expectation, through yellow, to green at or above it.
   function shade(ratio) {
     var clamped = Math.max(0, Math.min(1, (ratio - 0.5) / 0.5));
@@ -317,7 +330,6 @@ host that failed the rail.</p>
 </body>
 </html>
 """
-
 
 
 def _html_escape(text):

@@ -18,8 +18,10 @@ description:
     on the rail's NIC, bound to its NUMA node, with C(--report_gbits); output is read by
     the same parser as the C(gpufabric.core.parse_perftest) filter.
   - Each client runs under C(timeout), O(duration) plus O(timeout_margin) seconds.
-author: gpufabric.core contributors
+author:
+  - gpufabric.core contributors (@gpufabric)
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - gpufabric.core.bandwidth
 options:
   server:
@@ -55,6 +57,8 @@ attributes:
       - A test changes nothing on the host, so it runs in check mode too.
   diff_mode:
     support: none
+  platform:
+    platforms: posix
 notes:
   - Never reports a change, as it only measures.
 seealso:

@@ -23,8 +23,10 @@ description:
     client plans them.
   - If one of several servers fails to start, those already started are stopped before the
     module fails.
-author: gpufabric.core contributors
+author:
+  - gpufabric.core contributors (@gpufabric)
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - gpufabric.core.bandwidth
 options:
   state:
@@ -56,6 +58,8 @@ attributes:
         and the sweep measures in check mode as in a normal run.
   diff_mode:
     support: none
+  platform:
+    platforms: posix
 notes:
   - O(state=started) reports no change, because the server is transient and leaves nothing behind.
     O(state=stopped) reports a change only when it had to stop a server that still ran,

@@ -17,7 +17,10 @@ description:
     plateau figure a gate compares with its threshold.
   - When the binary, C(mpirun) or the GPUs are missing the module says so in RV(reason) and
     changes nothing; it fails only with O(required=true).
-author: gpufabric.core contributors
+author:
+  - gpufabric.core contributors (@gpufabric)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 options:
   binary:
     description: The nccl-tests program, a name looked up in PATH and O(search_paths), or an absolute path.
@@ -93,6 +96,8 @@ attributes:
       - A benchmark changes nothing on the host, so it runs in check mode too.
   diff_mode:
     support: none
+  platform:
+    platforms: posix
 notes:
   - Never reports a change, as it only measures.
   - Multi-node runs need passwordless SSH between the hosts for mpirun, as any MPI launch does.

@@ -21,7 +21,10 @@ description:
   - "Usually runs once on the controller (C(delegate_to: localhost), C(run_once: true))."
   - The module never fails on a gate. It returns RV(verdicts), and the caller fails the hosts
     that failed, so the report is always written first.
-author: gpufabric.core contributors
+author:
+  - gpufabric.core contributors (@gpufabric)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 options:
   results:
     description: Pair test results, the C(results) lists of M(gpufabric.core.bandwidth_client), each with a C(round) number when known.
@@ -82,6 +85,8 @@ attributes:
       - Computes the verdicts and reports whether the files would change, without writing.
   diff_mode:
     support: none
+  platform:
+    platforms: posix
 notes:
   - "The report holds fresh measurements, so files change on every run; callers that treat
     the report as an output of the run rather than as managed state mark the task

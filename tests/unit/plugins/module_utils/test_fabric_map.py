@@ -393,3 +393,13 @@ def test_html_picture_keeps_problem_hosts_when_the_fleet_is_large():
 
 def test_natural_key_orders_numbers_numerically():
     assert sorted(["node10", "node2", "node1"], key=natural_key) == ["node1", "node2", "node10"]
+
+
+def test_empty_and_factless_fleets_still_render():
+    empty = build_fabric_map({})
+    assert empty["summary"]["hosts"] == 0 and empty["findings"] == []
+    assert "<p>No findings.</p>" in render_html(empty)
+    factless = build_fabric_map({"a": None, "b": {"schema_version": 1}})
+    assert factless["summary"]["hosts_by_status"] == {"no_facts": 1, "ok": 1}
+    assert [item["kind"] for item in factless["findings"]] == ["no_facts", "no_rails"]
+    assert ">a</text>" in render_html(factless)

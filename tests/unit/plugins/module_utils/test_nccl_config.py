@@ -14,7 +14,7 @@ from __future__ import annotations
 import xml.dom.minidom
 
 import pytest
-from fixture_data import read_fixture
+from fixture_data import fixture_names, read_fixture
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.filter.nccl_config import nccl_config_filter
@@ -345,3 +345,26 @@ def test_topology_xml_refuses_facts_without_pci_addresses():
         topology_xml(topology, ["mlx5_0:1"])
     with pytest.raises(AnsibleFilterError, match="nccl_topology_xml: an NCCL topology file needs"):
         nccl_topology_xml(topology, ["mlx5_0:1"])
+
+
+# ------------------------------------------------------------------ every capture pairing
+
+
+@pytest.mark.parametrize("topo", fixture_names("nvidia_smi_topo"))
+@pytest.mark.parametrize("rdma", fixture_names("ibstat_ibv_devinfo"))
+def test_any_pair_of_captures_gives_a_usable_answer(topo, rdma):
+    # Whatever the capture, the result names only ACTIVE ports the facts know, in exact-match syntax, or says why not.
+    key = "ibstat" if "ibstat" in rdma else "ibv_devinfo"
+    topology = build_topology({"nvidia_smi_topo": read_fixture("nvidia_smi_topo/" + topo),
+                               key: read_fixture("ibstat_ibv_devinfo/" + rdma)})
+    result = nccl_config(topology, options={"default_interface": "eth0"})
+    active = {"%s:%s" % (device["name"], port["port"]) for device in topology["rdma"]["devices"]
+              for port in device["ports"] if port["state"] == "ACTIVE"}
+    hca = result["variables"].get("NCCL_IB_HCA")
+    if hca:
+        assert hca.startswith("=") and set(hca[1:].split(",")) <= active and result["problems"] == []
+    elif topology["rdma"]["available"]:
+        assert result["problems"] and "NCCL_IB_HCA" in result["problems"][0]
+    else:
+        assert result["variables"]["NCCL_IB_DISABLE"] == "1"
+    assert result["variables"]["NCCL_SOCKET_IFNAME"] == "=eth0"
