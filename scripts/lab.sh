@@ -127,8 +127,8 @@ node_name() { printf 'node%02d' "$1"; }
 
 lab_down() {
     local ids
-    ids=$(podman ps -aq --filter "label=gpufabric.lab=$LAB_NAME")
-    [[ -z "$ids" ]] || podman rm -f -t 0 $ids >/dev/null
+    mapfile -t ids < <(podman ps -aq --filter "label=gpufabric.lab=$LAB_NAME")
+    ((${#ids[@]} == 0)) || podman rm -f -t 0 "${ids[@]}" >/dev/null
     if podman network exists "$LAB_NAME" &&
         [[ "$(podman network inspect "$LAB_NAME" --format '{{index .Labels "gpufabric.lab"}}')" == "$LAB_NAME" ]]; then
         podman network rm -f "$LAB_NAME" >/dev/null

@@ -15,7 +15,8 @@ PYTHON_VERSION=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 stand_in_dir=$HOME/.ansible/test/cache
 mkdir -p "$stand_in_dir"
 ansible_test_dir=$(python3 -c 'import ansible_test, os; print(os.path.dirname(ansible_test.__file__))')
-for version in $(grep -hoE "pip='[0-9.]+'" "$ansible_test_dir/_internal/python_requirements.py" | grep -oE '[0-9.]+[0-9]'); do
+grep -hoE "pip='[0-9.]+'" "$ansible_test_dir/_internal/python_requirements.py" | grep -oE '[0-9.]+[0-9]' |
+while read -r version; do
     cat >"$stand_in_dir/get_pip_${version//./_}.py" <<PY
 # Stand-in for get-pip.py written by gpufabric.core scripts/sanity.sh: installs with the pip of $VENV.
 import sys

@@ -62,12 +62,16 @@ def build_report(results, verdicts, nccl_verdicts=None, meta=None, generated_at=
     statuses = [verdicts[host]["status"] for host in hosts]
     rails = sorted(set(rail for host in hosts for rail in verdicts[host]["rails"]), key=lambda rail: (not rail.isdigit(), rail.zfill(4)))
     generated_at = time.time() if generated_at is None else generated_at
+    measured = results or any(verdict["status"] != "skipped" for verdict in nccl_verdicts.values())
+    # A run where every host was skipped (no RDMA device, no GPU) must not read as a pass.
+    verdict = "fail" if failures else "pass" if measured else "untested"
     return {
         "schema_version": SCHEMA_VERSION,
         "generated_at": generated_at,
         "generated_at_iso": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(generated_at)),
         "meta": meta or {},
-        "passed": not failures,
+        "verdict": verdict,
+        "passed": verdict == "pass",
         "summary": {
             "hosts": len(hosts),
             "passed": statuses.count("pass"),
@@ -179,7 +183,7 @@ _HTML = """<!DOCTYPE html>
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #1d1d1f; }
 h1 { font-size: 1.4em; margin: 0 0 .3em; } h2 { font-size: 1.15em; margin: 1.4em 0 .4em; }
 .verdict { display: inline-block; padding: .2em .7em; border-radius: 4px; font-weight: 600; color: #fff; }
-.verdict.pass { background: #1a7f37; } .verdict.fail { background: #c62828; }
+.verdict.pass { background: #1a7f37; } .verdict.fail { background: #c62828; } .verdict.untested { background: #8a6d00; }
 ol.failures li { color: #8e1b1b; margin: .25em 0; }
 table { border-collapse: collapse; margin: .3em 0 1em; }
 th, td { border: 1px solid #d0d0d0; padding: .25em .5em; text-align: right; font-variant-numeric: tabular-nums; }
@@ -232,8 +236,7 @@ host that failed the rail.</p>
   }
 
   var summary = document.getElementById("summary");
-  summary.appendChild(el("span", {"class": "verdict " + (report.passed ? "pass" : "fail"), "id": "verdict"},
-    report.passed ? "PASS" : "FAIL"));
+  summary.appendChild(el("span", {"class": "verdict " + report.verdict, "id": "verdict"}, report.verdict.toUpperCase()));
   var s = report.summary;
   summary.appendChild(el("p", {}, s.hosts + " hosts: " + s.passed + " passed, " + s.failed + " failed, " + s.skipped +
     " skipped; " + s.tests + " tests, " + report.rounds.length + " rounds; generated " + report.generated_at_iso +

@@ -111,10 +111,17 @@ EXAMPLES = r"""
 
 RETURN = r"""
 passed:
-  description: True when every host and every nccl-tests run passed.
+  description: True when RV(verdict) is V(pass).
   returned: always
   type: bool
   sample: false
+verdict:
+  description:
+    - V(fail) when a host or an nccl-tests run failed, V(untested) when nothing was measured (every host
+      skipped, for example without RDMA devices or GPUs), else V(pass).
+  returned: always
+  type: str
+  sample: fail
 failures:
   description: One sentence per failing rail or run, naming host, rail, device, measured and expected values.
   returned: always
@@ -231,6 +238,7 @@ def main():
     module.exit_json(
         changed=changed,
         passed=report["passed"],
+        verdict=report["verdict"],
         failures=report["failures"],
         verdicts=verdicts,
         nccl=nccl,

@@ -20,4 +20,3 @@ def run_logged(name, argv, timeout, env=None, cwd=ROOT):
 
 def tail(text, lines=60):
     return "\n".join(text.splitlines()[-lines:])
-

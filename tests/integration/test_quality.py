@@ -37,7 +37,7 @@ def test_every_module_and_filter_renders_with_ansible_doc():
     assert modules == [f"gpufabric.core.{m}" for m in module_files]
     for plugin_type, names in (("module", modules), ("filter", filters)):
         for name in names:
-            rendered = subprocess.run(["ansible-doc", "-t", plugin_type, name], capture_output=True, text=True)
+            rendered = subprocess.run(["ansible-doc", "-t", plugin_type, name], capture_output=True, text=True, check=False)
             assert rendered.returncode == 0, rendered.stderr
             assert "EXAMPLES" in rendered.stdout and "RETURN" in rendered.stdout, name
 

@@ -121,8 +121,12 @@ def sushy_static(tmp_path):
     mockup = tmp_path / "mockup"
     shutil.copytree(ROOT / "molecule" / "cooling" / "files" / "redfish-mockup", mockup)
     port = free_port()
-    process = subprocess.Popen([str(binary), "-m", str(mockup), "-i", "127.0.0.1", "-p", str(port)],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # sushy-static prints each request's headers and body: the log shows what a Redfish fan write sent.
+    log = tmp_path / "sushy-static.log"
+    with open(log, "w", encoding="utf-8") as output:
+        process = subprocess.Popen([str(binary), "-m", str(mockup), "-i", "127.0.0.1", "-p", str(port)],
+                                   stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                                   env=dict(os.environ, PYTHONUNBUFFERED="1"))
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         try:
@@ -133,6 +137,6 @@ def sushy_static(tmp_path):
     else:
         process.kill()
         pytest.fail("sushy-static did not listen on port %d" % port)
-    yield {"url": "http://127.0.0.1:%d" % port, "mockup": mockup, "process": process}
+    yield {"url": "http://127.0.0.1:%d" % port, "mockup": mockup, "process": process, "log": log}
     process.terminate()
     process.wait(timeout=10)

@@ -186,6 +186,21 @@ def test_leak_and_coolant_out_of_range_trigger_the_configured_action_once(coolin
     assert 'gpufabric_cooling_coolant_flow_lpm{source="cdu:1",connector="Rack manifold"} 12.5' in metrics
 
 
+def test_redfish_fan_group_patches_the_duty_and_hands_back(cooling_pkg, sushy_static, tmp_path, hwmon):
+    config = make_config(tmp_path, hwmon, None, sushy_static["url"])
+    config["zones"] = {"gpu": config["zones"]["gpu"]}
+    config["fan_groups"] = {"rack": {"backend": "redfish", "target": "/redfish/v1/Chassis/1/Controls/FanDuty",
+                                     "zones": ["gpu"], "handback_body": {"ControlMode": "Automatic"}}}
+    config["on_stop"] = "bmc"
+    assert cooling_pkg["cooling_policy"].policy_problems(config) == []
+    controller = cooling_pkg["controller"].Controller(config)
+    assert controller.cycle()["groups"]["rack"] == {"duty": 32.0, "target": 32.0, "failsafe": False, "written": True, "reasons": []}
+    controller.stop_action("test stop")
+    log = sushy_static["log"].read_text()
+    assert """Data: b'{"SetPoint": 32.0}'""" in log
+    assert """Data: b'{"ControlMode": "Automatic"}'""" in log
+
+
 def test_stop_action_hands_hwmon_back_to_its_saved_mode_and_full_otherwise(cooling_pkg, tmp_path, hwmon):
     config = make_config(tmp_path, hwmon)
     config["zones"]["cpu"]["sensors"] = [{"backend": "hwmon", "selector": "labfan/temp1_input"}]

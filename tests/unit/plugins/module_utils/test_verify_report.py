@@ -52,7 +52,7 @@ def report():
 
 
 def test_report_lists_failures_first_and_counts_hosts(report):
-    assert report["passed"] is False
+    assert (report["verdict"], report["passed"]) == ("fail", False)
     assert report["summary"] == {"hosts": 4, "passed": 3, "failed": 1, "skipped": 0, "tests": 6, "nccl_runs": 1}
     assert len(report["failures"]) == 1
     assert report["failures"][0].startswith("node3 rail tcp (eth0): measured 0.48 Gbit/s, expected at least 2.00 Gbit/s")
@@ -127,3 +127,11 @@ def test_html_is_self_contained(report):
     page = verify_report.render_html(report)
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
     assert '<div id="heatmaps">' in page and 'id="report-data"' in page
+
+
+def test_a_run_that_measured_nothing_is_untested_not_passed():
+    verdicts = gates.evaluate_bandwidth([], {"a": [], "b": []}, 90, skipped={"a": "no RDMA device", "b": "no RDMA device"})
+    nccl = gates.evaluate_nccl([{"name": "a", "scope": "single_node", "hosts": ["a"], "available": False, "reason": "no GPU"}], {"a": []})
+    report = verify_report.build_report([], verdicts, nccl, generated_at=1.0)
+    assert (report["verdict"], report["passed"], report["failures"]) == ("untested", False, [])
+    assert report["summary"]["skipped"] == 2
