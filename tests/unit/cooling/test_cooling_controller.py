@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -260,3 +261,39 @@ def test_redfish_deprecated_thermal_from_sushy_emulator(cooling_pkg, tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_property_unreadable_sensor_always_means_full_duty(cooling_pkg):
+    """For any sequence of readings and read failures, a failed cycle writes 255 and a good one stays in bounds."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.one_of(st.none(), st.integers(min_value=-10, max_value=120)), min_size=1, max_size=12))
+    def run(sequence):
+        with tempfile.TemporaryDirectory() as directory:
+            root = Path(directory)
+            chip = root / "hwmon" / "hwmon0"
+            chip.mkdir(parents=True)
+            (chip / "name").write_text("labfan\n")
+            (chip / "pwm1").write_text("0\n")
+            (chip / "pwm1_enable").write_text("2\n")
+            config = make_config(root, chip)
+            config["zones"]["cpu"]["sensors"] = [{"backend": "hwmon", "selector": "labfan/temp1_input"}]
+            config["fan_groups"]["chassis"].update(max_step_up=15, max_step_down=5)
+            controller = cooling_pkg["controller"].Controller(config)
+            for temp in sequence:
+                sensor = chip / "temp1_input"
+                if temp is None:
+                    if sensor.exists():
+                        sensor.unlink()
+                else:
+                    sensor.write_text("%d\n" % (temp * 1000))
+                group = controller.cycle()["groups"]["chassis"]
+                if temp is None:
+                    assert group["failsafe"] and pwm(chip) == 255
+                else:
+                    assert not group["failsafe"] and 20 <= group["duty"] <= 100
+                    assert pwm(chip) == round(group["duty"] * 255 / 100)
+
+    run()

@@ -2,7 +2,7 @@
 
 No GPU runs here and no real capture of this exact query exists in the fixture set, so the rows below follow
 nvidia-smi's documented csv,noheader,nounits format (values "Enabled"/"Disabled", watts and MHz as numbers,
-"[N/A]" where a GPU has no value); the CSV parser itself is tested on a real capture in test_sensors.py.
+"[N/A]" where a GPU has no value); the CSV parser itself is tested on a real capture in test_cooling_sensors.py.
 """
 
 import pytest
