@@ -5,8 +5,9 @@
 
 strongSwan (5.9 measured) finds a CRL for a CA by the CRL's authorityKeyIdentifier; a CRL without one is loaded but
 never consulted, so a revoked peer is still accepted. community.crypto.x509_crl writes no authorityKeyIdentifier,
-hence this small builder: same cryptography library, plus the authorityKeyIdentifier and a CRL number (strongSwan
-keeps the CRL with the highest number when several are loaded).
+hence this small builder: same cryptography library, plus the authorityKeyIdentifier and an increasing CRL number.
+(strongSwan 5.9 also keeps every CRL it was given and consults the first, so whoever loads a new one must clear the
+old: the ipsec role reloads with `swanctl --load-all --clear`.)
 
 The revoked set comes from the certificates the controller issued, kept as <issued_dir>/<host>/<anything>.pem:
 every certificate of a revoked host, and (optionally) every certificate of a host except its newest (superseded).
