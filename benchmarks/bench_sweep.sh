@@ -28,8 +28,8 @@ common=(-i "$inventory" playbooks/verify.yml -e gpufabric_verify_hosts=lab -e ve
 ansible-playbook "${common[@]}" --tags verify_install >"$work/install.log" 2>&1 || { tail -20 "$work/install.log" >&2; exit 1; }
 
 # The one-pair-at-a-time plan: the pairs of the all-mode plan, each in a round of its own.
-hosts=$(ansible-inventory -i "$inventory" --graph lab | sed -n 's/^ *|--//p' | tr '\n' ' ')
-PYTHONPATH=$ROOT/.build/collections python3 - "$work/serial.json" $hosts <<'PY'
+mapfile -t hosts < <(ansible-inventory -i "$inventory" --graph lab | sed -n 's/^ *|--//p')
+PYTHONPATH=$ROOT/.build/collections python3 - "$work/serial.json" "${hosts[@]}" <<'PY'
 import json, sys
 from ansible_collections.gpufabric.core.plugins.module_utils.pairing import pairing_rounds
 rounds = pairing_rounds(sys.argv[2:], "all")

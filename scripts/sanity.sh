@@ -7,7 +7,15 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/env.sh
 source "$ROOT/scripts/env.sh"
 # Outside the repository: inside it, ansible-test would ask git for the file list and find the copy ignored.
-DEST=${GPUFABRIC_SANITY_DIR:-/tmp/gpufabric-ansible-test}/ansible_collections/gpufabric/core
+# A directory of its own per run, so that runs side by side do not delete each other's copy.
+if [[ -n "${GPUFABRIC_SANITY_DIR:-}" ]]; then
+    base=$GPUFABRIC_SANITY_DIR
+else
+    base=$(mktemp -d /tmp/gpufabric-ansible-test.XXXXXX)
+    # shellcheck disable=SC2064  # expand now: remove this very directory
+    trap "rm -rf '$base'" EXIT
+fi
+DEST=$base/ansible_collections/gpufabric/core
 PYTHON_VERSION=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 
 # ansible-test downloads a pip bootstrap script from a host this machine cannot reach; this stand-in runs the pip

@@ -9,4 +9,4 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/env.sh
 source "$ROOT/scripts/env.sh"
 cd "$ROOT"
-exec pytest -p no:cacheprovider -o console_output_style=count tests/unit tests/integration "$@"
+exec pytest -p no:cacheprovider -o console_output_style=count tests/unit tests/browser tests/integration "$@"

@@ -27,7 +27,7 @@ def test_repository_rendered_from_inventory_mirror(doca_preview):
     assert repo["changed"] is True
     # --diff shows the file check mode did not write.
     diff = repo["diff"][0] if isinstance(repo["diff"], list) else repo["diff"]
-    assert diff["before_header"] == "/etc/apt/sources.list.d/gpufabric-doca.sources"
+    assert diff["before"] == ""  # a new file
     lines = diff["after"].splitlines()
     assert "URIs: %s" % MIRROR in lines
     assert "Suites: ./" in lines
