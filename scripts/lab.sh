@@ -79,6 +79,13 @@ build_image() {
     cp /etc/apt/sources.list.d/*.sources "$rootfs/etc/apt/sources.list.d/" 2>/dev/null || true
     [[ -f /etc/apt/sources.list ]] && cp /etc/apt/sources.list "$rootfs/etc/apt/sources.list"
     grep -l '^Acquire::' /etc/apt/apt.conf.d/* 2>/dev/null | xargs -r cp -t "$rootfs/etc/apt/apt.conf.d/"
+    # Package lists for those sources, so that roles install without an update of their own (an empty list
+    # with a fresh time stamp would pass apt's cache_valid_time and then find no package).
+    cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
+    cp /etc/hosts "$rootfs/etc/hosts"
+    chroot "$rootfs" apt-get update -qq >/dev/null || die "apt-get update in the image failed"
+    : >"$rootfs/etc/resolv.conf"
+    printf '127.0.0.1 localhost\n::1 localhost\n' >"$rootfs/etc/hosts"
     # Host keys are made at each node's first boot, so that nodes do not share them.
     rm -f "$rootfs"/etc/ssh/ssh_host_*
     cat >"$rootfs/etc/systemd/system/lab-ssh-hostkeys.service" <<'UNIT'
@@ -101,7 +108,7 @@ UNIT
     echo 'PermitRootLogin prohibit-password' >"$rootfs/etc/ssh/sshd_config.d/lab.conf"
     echo 'UseDNS no' >>"$rootfs/etc/ssh/sshd_config.d/lab.conf"
     install -d -m 0700 "$rootfs/root/.ssh"
-    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+    rm -rf "$rootfs"/var/cache/apt/archives/*.deb
     tar -C "$rootfs" -c . | podman import --change 'CMD ["/sbin/init"]' - "$IMAGE_REPO:$tag" >/dev/null
 }
 
@@ -151,6 +158,9 @@ write_inventory() {
         echo "    ansible_python_interpreter: /usr/bin/python3"
         echo "  children:"
         echo "    gpu_nodes:"
+        echo "      children:"
+        echo "        lab:"
+        echo "    ipsec:"
         echo "      children:"
         echo "        lab:"
         echo "    lab:"
