@@ -119,6 +119,9 @@ ensure_image() {
         log "reusing cached image $IMAGE_REPO:$tag"
     else
         build_image "$tag"
+        # Images of older recipes are of no further use; one still used by a container stays.
+        podman images --format '{{.Repository}}:{{.Tag}}' "$IMAGE_REPO" | grep -v -e ":$tag\$" -e ':latest$' |
+            xargs -r podman rmi >/dev/null 2>&1 || true
     fi
     podman tag "$IMAGE_REPO:$tag" "$IMAGE_REPO:latest"
     echo "$IMAGE_REPO:$tag"

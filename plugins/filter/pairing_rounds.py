@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.pairing import PairingError, pairing_rounds
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""
 name: pairing_rounds
@@ -82,15 +82,8 @@ _value:
 """
 
 
-def pairing_rounds_filter(hosts, mode="all", locality=None):
-    try:
-        return pairing_rounds(hosts, mode=mode, locality=locality)
-    except PairingError as exc:
-        raise AnsibleFilterError("gpufabric.core.pairing_rounds: %s" % exc) from exc
-
-
 class FilterModule:
     """The pairing_rounds filter."""
 
     def filters(self):
-        return {"pairing_rounds": pairing_rounds_filter}
+        return {"pairing_rounds": raising_filter_error("pairing_rounds", pairing_rounds, PairingError)}

@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""
 name: parse_bonding
@@ -110,15 +110,8 @@ _value:
 """
 
 
-def parse_bonding_filter(text):
-    try:
-        return parse_bonding(text)
-    except ParseError as exc:
-        raise AnsibleFilterError("gpufabric.core.parse_bonding: %s" % exc) from None
-
-
 class FilterModule:
     """The parse_bonding filter."""
 
     def filters(self):
-        return {"parse_bonding": parse_bonding_filter}
+        return {"parse_bonding": raising_filter_error("parse_bonding", parse_bonding, ParseError)}

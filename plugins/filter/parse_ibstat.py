@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import parse_ibstat
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""
 name: parse_ibstat
@@ -81,15 +81,8 @@ _value:
 """
 
 
-def parse_ibstat_filter(text):
-    try:
-        return parse_ibstat(text)
-    except ParseError as exc:
-        raise AnsibleFilterError("gpufabric.core.parse_ibstat: %s" % exc) from None
-
-
 class FilterModule:
     """The parse_ibstat filter."""
 
     def filters(self):
-        return {"parse_ibstat": parse_ibstat_filter}
+        return {"parse_ibstat": raising_filter_error("parse_ibstat", parse_ibstat, ParseError)}

@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""
 name: parse_ibv_devinfo
@@ -83,15 +83,8 @@ _value:
 """
 
 
-def parse_ibv_devinfo_filter(text):
-    try:
-        return parse_ibv_devinfo(text)
-    except ParseError as exc:
-        raise AnsibleFilterError("gpufabric.core.parse_ibv_devinfo: %s" % exc) from None
-
-
 class FilterModule:
     """The parse_ibv_devinfo filter."""
 
     def filters(self):
-        return {"parse_ibv_devinfo": parse_ibv_devinfo_filter}
+        return {"parse_ibv_devinfo": raising_filter_error("parse_ibv_devinfo", parse_ibv_devinfo, ParseError)}

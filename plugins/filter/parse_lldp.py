@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.lldp import parse_lldp
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""
 name: parse_lldp
@@ -103,15 +103,8 @@ _value:
 """
 
 
-def parse_lldp_filter(data):
-    try:
-        return parse_lldp(data)
-    except ParseError as exc:
-        raise AnsibleFilterError("gpufabric.core.parse_lldp: %s" % exc) from None
-
-
 class FilterModule:
     """The parse_lldp filter."""
 
     def filters(self):
-        return {"parse_lldp": parse_lldp_filter}
+        return {"parse_lldp": raising_filter_error("parse_lldp", parse_lldp, ParseError)}

@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_tests import parse_nccl_tests
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""
 name: parse_nccl_tests
@@ -104,15 +104,8 @@ _value:
 """
 
 
-def parse_nccl_tests_filter(text):
-    try:
-        return parse_nccl_tests(text)
-    except ParseError as exc:
-        raise AnsibleFilterError("gpufabric.core.parse_nccl_tests: %s" % exc) from None
-
-
 class FilterModule:
     """The parse_nccl_tests filter."""
 
     def filters(self):
-        return {"parse_nccl_tests": parse_nccl_tests_filter}
+        return {"parse_nccl_tests": raising_filter_error("parse_nccl_tests", parse_nccl_tests, ParseError)}

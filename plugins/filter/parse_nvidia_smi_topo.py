@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.nvidia_smi_topo import parse_nvidia_smi_topo
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""
 name: parse_nvidia_smi_topo
@@ -86,15 +86,8 @@ _value:
 """
 
 
-def parse_nvidia_smi_topo_filter(text):
-    try:
-        return parse_nvidia_smi_topo(text)
-    except ParseError as exc:
-        raise AnsibleFilterError("gpufabric.core.parse_nvidia_smi_topo: %s" % exc) from None
-
-
 class FilterModule:
     """The parse_nvidia_smi_topo filter."""
 
     def filters(self):
-        return {"parse_nvidia_smi_topo": parse_nvidia_smi_topo_filter}
+        return {"parse_nvidia_smi_topo": raising_filter_error("parse_nvidia_smi_topo", parse_nvidia_smi_topo, ParseError)}

@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
 from ansible_collections.gpufabric.core.plugins.module_utils.perftest import parse_perftest
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""
 name: parse_perftest
@@ -139,15 +139,8 @@ _value:
 """
 
 
-def parse_perftest_filter(text):
-    try:
-        return parse_perftest(text)
-    except ParseError as exc:
-        raise AnsibleFilterError("gpufabric.core.parse_perftest: %s" % exc) from None
-
-
 class FilterModule:
     """The parse_perftest filter."""
 
     def filters(self):
-        return {"parse_perftest": parse_perftest_filter}
+        return {"parse_perftest": raising_filter_error("parse_perftest", parse_perftest, ParseError)}

@@ -61,17 +61,10 @@ _value:
         default: inbox
 """
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.awx_survey import SurveyError, survey_spec
-
-
-def _survey_spec(argument_specs, role, entry_point="main"):
-    try:
-        return survey_spec(argument_specs, role, entry_point)
-    except SurveyError as exc:
-        raise AnsibleFilterError(str(exc))
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 
 class FilterModule:
     def filters(self):
-        return {"survey_spec": _survey_spec}
+        return {"survey_spec": raising_filter_error("survey_spec", survey_spec, SurveyError)}

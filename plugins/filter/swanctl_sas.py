@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
 from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import parse_list_sas
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""
 name: swanctl_sas
@@ -116,15 +116,8 @@ _value:
 """
 
 
-def swanctl_sas_filter(text):
-    try:
-        return parse_list_sas(text)
-    except ParseError as exc:
-        raise AnsibleFilterError("gpufabric.core.swanctl_sas: %s" % exc) from None
-
-
 class FilterModule:
     """The swanctl_sas filter."""
 
     def filters(self):
-        return {"swanctl_sas": swanctl_sas_filter}
+        return {"swanctl_sas": raising_filter_error("swanctl_sas", parse_list_sas, ParseError)}
