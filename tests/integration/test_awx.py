@@ -65,6 +65,7 @@ def test_survey_specs_render_for_every_role(tmp_path):
     render = {"dest": str(tmp_path / "{{ item }}.json"), "mode": "0644", "content": content}
     playbook.write_text(yaml.safe_dump([{
         "name": "Render surveys", "hosts": "localhost", "gather_facts": False,
+        "vars": {"ansible_python_interpreter": "{{ ansible_playbook_python }}"},
         "tasks": [{"name": "Render", "ansible.builtin.copy": render, "loop": roles}],
     }]))
     proc = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", str(playbook)], cwd=ROOT,
