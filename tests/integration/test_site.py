@@ -25,6 +25,7 @@ def lab():
 
 
 def _runner(private_data_dir, playbook, inventory, name):
+    private_data_dir.mkdir(parents=True, exist_ok=True)
     env = {k: LAB_ENV[k] for k in ("PATH", "ANSIBLE_CONFIG", "ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_ROLES_PATH",
                                    "ANSIBLE_CACHE_PLUGIN_CONNECTION")}
     result = ansible_runner.run(private_data_dir=str(private_data_dir), project_dir=str(ROOT),
