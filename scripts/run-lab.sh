@@ -10,7 +10,8 @@ NODES=${1:-4}
 source "$ROOT/scripts/env.sh"
 cd "$ROOT"
 inventory=inventories/lab/${GPUFABRIC_LAB_NAME:-gpufabric-lab}.yml
-ansible-playbook -i "$inventory" playbooks/site.yml --skip-tags verify
-ansible-playbook -i "$inventory" playbooks/verify.yml
+reports=(-e "discover_report_dir=$ROOT/reports/discover" -e "verify_report_dir=$ROOT/reports/verify")
+ansible-playbook -i "$inventory" playbooks/site.yml --skip-tags verify "${reports[@]}"
+ansible-playbook -i "$inventory" playbooks/verify.yml "${reports[@]}"
 echo "run: the lab is still up (scripts/lab.sh down removes it); reports:"
 find "$ROOT/reports" -maxdepth 2 -type f \( -name '*.html' -o -name '*.json' -o -name '*.prom' \) -printf '  %p\n' 2>/dev/null | sort
