@@ -2,12 +2,14 @@
 # Converge cost of site.yml on the container lab, measured in one run for 4, 8 and 16 nodes:
 # first converge, second converge (which must change nothing) and a floor playbook (one ping), with the ratios
 # second/floor and first/floor, and how the second converge grows from 4 to 16 nodes.
+#   BENCH_CONVERGE_NODES="4 8 16" benchmarks/bench_converge.sh
 # The converges skip the verify tag: bandwidth tests cost the time their tests last, not configuration time.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The lab's name first: env.sh points the fact cache at that lab's.
+export GPUFABRIC_LAB_NAME=gpufabric-bench GPUFABRIC_LAB_SUBNET=10.231.30.0/24
 # shellcheck source=scripts/env.sh
 source "$ROOT/scripts/env.sh"
-export GPUFABRIC_LAB_NAME=gpufabric-bench GPUFABRIC_LAB_SUBNET=10.231.30.0/24
 inventory=$ROOT/inventories/lab/$GPUFABRIC_LAB_NAME.yml
 trap '"$ROOT/scripts/lab.sh" down' EXIT
 cd "$ROOT"
@@ -22,7 +24,7 @@ timed() { # prints the seconds a command took; fails when it fails
 mkdir -p "$ROOT/.cache"
 declare -A second
 printf '%-6s %10s %10s %10s %14s %14s\n' nodes first_s second_s floor_s second/floor first/floor
-for nodes in ${BENCH_NODES:-4 8 16}; do
+for nodes in ${BENCH_CONVERGE_NODES:-4 8 16}; do
     "$ROOT/scripts/lab.sh" up "$nodes" >/dev/null 2>&1
     first=$(timed ansible-playbook -i "$inventory" playbooks/site.yml --skip-tags verify)
     second[$nodes]=$(timed ansible-playbook -i "$inventory" playbooks/site.yml --skip-tags verify)

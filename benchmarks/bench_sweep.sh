@@ -7,9 +7,10 @@
 #   BENCH_NODES=8 BENCH_DURATION=5 benchmarks/bench_sweep.sh
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The lab's name first: env.sh points the fact cache at that lab's.
+export GPUFABRIC_LAB_NAME=gpufabric-bench-sweep GPUFABRIC_LAB_SUBNET=10.231.10.0/24
 # shellcheck source=scripts/env.sh
 source "$ROOT/scripts/env.sh"
-export GPUFABRIC_LAB_NAME=gpufabric-bench-sweep GPUFABRIC_LAB_SUBNET=10.231.10.0/24
 NODES=${BENCH_NODES:-8}
 DURATION=${BENCH_DURATION:-5}
 inventory=$ROOT/inventories/lab/$GPUFABRIC_LAB_NAME.yml
