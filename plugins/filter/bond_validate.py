@@ -73,18 +73,14 @@ _value:
       elements: dict
 """
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_config import BondingConfigError, normalize
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 
 def bond_validate(bonds, vlans=None, ethernets=None, defaults=None, prefix="bonding"):
-    try:
-        return normalize(bonds, vlans, ethernets, defaults, prefix=prefix)
-    except BondingConfigError as error:
-        raise AnsibleFilterError(str(error))
+    return normalize(bonds, vlans, ethernets, defaults, prefix=prefix)
 
 
 class FilterModule:
     def filters(self):
-        return {"bond_validate": bond_validate}
+        return {"bond_validate": raising_filter_error("bond_validate", bond_validate, BondingConfigError)}

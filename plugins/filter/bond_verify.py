@@ -45,26 +45,21 @@ _value:
   sample: ["bond0: slaves are in different aggregators (enp197s0f2 in aggregator 1; enp197s0f0 in aggregator 2) ..."]
 """
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_config import runtime_problems
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 
 def bond_verify(text, expected):
     if not isinstance(expected, dict) or "name" not in expected or "members" not in expected:
-        raise AnsibleFilterError("bond_verify: 'expected' must be one normalised bond from bond_validate")
+        raise TypeError("'expected' must be one normalised bond from bond_validate")
     if text is None or not str(text).strip():
         return ["%s: /proc/net/bonding/%s does not exist: the kernel did not create the bond (is the bonding "
                 "driver available?)" % (expected["name"], expected["name"])]
-    try:
-        parsed = parse_bonding(str(text))
-    except ParseError as error:
-        raise AnsibleFilterError(str(error))
-    return runtime_problems(parsed, expected)
+    return runtime_problems(parse_bonding(str(text)), expected)
 
 
 class FilterModule:
     def filters(self):
-        return {"bond_verify": bond_verify}
+        return {"bond_verify": raising_filter_error("bond_verify", bond_verify, (ParseError, TypeError))}

@@ -124,9 +124,10 @@ _value:
 
 from collections.abc import Mapping
 
-from ansible.errors import AnsibleFilterError
 from jinja2 import Undefined
+
 from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map import FabricMapError, build_fabric_map
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 
 def _plain(value):
@@ -147,13 +148,10 @@ def fabric_map(topologies, peer_groups=None, rail_interfaces=None):
         # building the map.
         topologies = {host: (facts if isinstance(facts, Mapping) and facts else None)
                       for host, facts in topologies.items()}
-    try:
-        return build_fabric_map(topologies, peer_groups=_plain(peer_groups) or None,
-                                rail_interfaces=_plain(rail_interfaces) or None)
-    except FabricMapError as exc:
-        raise AnsibleFilterError("gpufabric.core.fabric_map: %s" % exc) from exc
+    return build_fabric_map(topologies, peer_groups=_plain(peer_groups) or None,
+                            rail_interfaces=_plain(rail_interfaces) or None)
 
 
 class FilterModule:
     def filters(self):
-        return {"fabric_map": fabric_map}
+        return {"fabric_map": raising_filter_error("fabric_map", fabric_map, FabricMapError)}

@@ -91,18 +91,14 @@ _value:
       sample: ["NCCL_IB_HAC: not an NCCL variable; did you mean NCCL_IB_HCA?"]
 """
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import NcclConfigError, nccl_config
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 
 def nccl_config_filter(topology, overrides=None, options=None, allow_debug=False):
-    try:
-        return nccl_config(topology, overrides=overrides, options=options, allow_debug=allow_debug)
-    except NcclConfigError as error:
-        raise AnsibleFilterError("nccl_config: %s" % error)
+    return nccl_config(topology, overrides=overrides, options=options, allow_debug=allow_debug)
 
 
 class FilterModule:
     def filters(self):
-        return {"nccl_config": nccl_config_filter}
+        return {"nccl_config": raising_filter_error("nccl_config", nccl_config_filter, NcclConfigError)}

@@ -57,20 +57,16 @@ _value:
     </system>
 """
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import NcclConfigError, topology_xml
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 
 def nccl_topology_xml(topology, hca):
     if not isinstance(topology, dict):
-        raise AnsibleFilterError("nccl_topology_xml: expected gpufabric_topology (a dict), got %s" % type(topology).__name__)
-    try:
-        return topology_xml(topology, list(hca or []))
-    except NcclConfigError as error:
-        raise AnsibleFilterError("nccl_topology_xml: %s" % error)
+        raise NcclConfigError("expected gpufabric_topology (a dict), got %s" % type(topology).__name__)
+    return topology_xml(topology, list(hca or []))
 
 
 class FilterModule:
     def filters(self):
-        return {"nccl_topology_xml": nccl_topology_xml}
+        return {"nccl_topology_xml": raising_filter_error("nccl_topology_xml", nccl_topology_xml, NcclConfigError)}

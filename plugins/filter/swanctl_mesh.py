@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_mesh import MeshError, build_mesh
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""
 name: swanctl_mesh
@@ -129,16 +129,13 @@ _value:
 
 def swanctl_mesh_filter(local_name, nodes, vlan_subnets=None, gateways=None, revoked=None,
                         controller_addresses=None, bypass_networks=None, ssh_port=22, prefix="gf"):
-    try:
-        return build_mesh(local_name, nodes, vlan_subnets=vlan_subnets, gateways=gateways, revoked=revoked,
-                          controller_addresses=controller_addresses, bypass_networks=bypass_networks,
-                          ssh_port=ssh_port, prefix=prefix)
-    except (MeshError, KeyError, TypeError) as exc:
-        raise AnsibleFilterError("gpufabric.core.swanctl_mesh: %s" % exc) from None
+    return build_mesh(local_name, nodes, vlan_subnets=vlan_subnets, gateways=gateways, revoked=revoked,
+                      controller_addresses=controller_addresses, bypass_networks=bypass_networks,
+                      ssh_port=ssh_port, prefix=prefix)
 
 
 class FilterModule:
     """The swanctl_mesh filter."""
 
     def filters(self):
-        return {"swanctl_mesh": swanctl_mesh_filter}
+        return {"swanctl_mesh": raising_filter_error("swanctl_mesh", swanctl_mesh_filter, (MeshError, KeyError, TypeError))}

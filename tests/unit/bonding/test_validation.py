@@ -8,8 +8,10 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.core.plugins.filter.bond_validate import bond_validate
+from ansible_collections.gpufabric.core.plugins.filter.bond_validate import FilterModule
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_config import BondingConfigError, normalize
+
+bond_validate = FilterModule().filters()["bond_validate"]
 
 BOND = {"name": "bond0", "members": ["ens1f0np0", "ens1f1np1"]}
 

@@ -19,7 +19,7 @@ from ansible.errors import AnsibleFilterError
 from fixture_data import read_fixture
 from jinja2 import Undefined
 
-from ansible_collections.gpufabric.core.plugins.filter.fabric_map import fabric_map as fabric_map_filter
+from ansible_collections.gpufabric.core.plugins.filter.fabric_map import FilterModule as FabricMapFilters
 from ansible_collections.gpufabric.core.plugins.filter.fabric_map_html import fabric_map_html as html_filter
 from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map import (
     FabricMapError,
@@ -30,6 +30,8 @@ from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map import (
 from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map_html import render_html
 from ansible_collections.gpufabric.core.plugins.module_utils.lldp import parse_lldp
 from ansible_collections.gpufabric.core.plugins.module_utils.topology import build_topology
+
+fabric_map_filter = FabricMapFilters().filters()["fabric_map"]
 
 SONIC = "lldp/unifabric-json0-gpu-rails-sonic-leaves.txt"
 B2B = "lldp/unifabric-json0-server-h3c-and-b2b.txt"

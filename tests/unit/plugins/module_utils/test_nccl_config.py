@@ -17,9 +17,9 @@ import pytest
 from fixture_data import fixture_names, read_fixture
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.core.plugins.filter.nccl_config import nccl_config_filter
+from ansible_collections.gpufabric.core.plugins.filter.nccl_config import FilterModule as NcclConfigFilters
 from ansible_collections.gpufabric.core.plugins.filter.nccl_hca_consistency import nccl_hca_consistency
-from ansible_collections.gpufabric.core.plugins.filter.nccl_topology_xml import nccl_topology_xml
+from ansible_collections.gpufabric.core.plugins.filter.nccl_topology_xml import FilterModule as TopologyXmlFilters
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import (
     DEBUG_ONLY_VARIABLES,
     NCCL_VARIABLES,
@@ -34,6 +34,9 @@ from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import 
     topology_xml,
 )
 from ansible_collections.gpufabric.core.plugins.module_utils.topology import build_topology
+
+nccl_config_filter = NcclConfigFilters().filters()["nccl_config"]
+nccl_topology_xml = TopologyXmlFilters().filters()["nccl_topology_xml"]
 
 HGX_TOPO = "nvidia_smi_topo/sglang-30401-hgx-h100-8gpu-8nic.txt"
 IB_SOME_DOWN = "ibstat_ibv_devinfo/gpud-h100-ibstat-8x-cx7-ib-400g-some-down.txt"

@@ -1,0 +1,65 @@
+"""The example production inventory is accepted by every role, and the check catches what a user could get wrong.
+
+playbooks/check_inventory.yml runs on the controller only (local connection, action plugins and filters): it
+validates each host's role variables against the roles' argument specs and runs the bonding and cooling
+preflight filters on them. The bad-input cases copy the inventory and add one mistake to a host_vars file.
+"""
+
+import re
+import shutil
+
+import pytest
+import yaml
+
+from integration_helpers import ROOT, run_logged, tail
+
+CHECK = ROOT / "playbooks" / "check_inventory.yml"
+ROLES = ["rdma", "bonding", "ipsec", "nccl", "cooling", "verify"]
+HOST = "gpu-r01-n03"
+
+
+def run_check(inventory, name):
+    return run_logged(name, ["ansible-playbook", "-i", str(inventory), str(CHECK)], timeout=300,
+                      env={"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default", "ANSIBLE_NOCOLOR": "1"})
+
+
+def test_every_host_passes_every_role_check():
+    rc, out = run_check(ROOT / "inventories" / "example", "example-inventory")
+    assert rc == 0, tail(out)
+    hosts = re.findall(r"^(\S+)\s+: ok=\d+ +changed=0 +unreachable=0 +failed=0", out, re.M)
+    assert len(hosts) == 10, tail(out)
+    for host in hosts:
+        checked = re.findall(r"^ok: \[%s\] => \(item=(\w+)\)" % re.escape(host), out, re.M)
+        assert checked == ROLES, (host, checked)
+    # Both preflight filters ran on the HGX hosts, which define bonds and a cooling policy.
+    assert re.search(r"TASK \[Check bonds.*\n(?:.*\n)*?ok: \[%s\]" % HOST, out)
+    assert re.search(r"TASK \[Check the cooling policy.*\n(?:.*\n)*?ok: \[%s\]" % HOST, out)
+
+
+BAD_INPUTS = {
+    "misspelt variable": ({"rdma_driver_sourc": "inbox"}, "rdma_driver_sourc. Supported parameters include"),
+    "wrong type": ({"verify_gate_percent": "ninety"}, "verify_gate_percent"),
+    "unknown choice": ({"rdma_driver_source": "ofed"}, "rdma_driver_source"),
+    # Each bond is valid on its own (the argument spec accepts it); the bonding preflight filter sees the overlap.
+    "member in two bonds": ({"bonding_bonds": [{"name": "bond0", "members": ["ens21f0np0", "ens21f1np1"]},
+                                               {"name": "bond1", "members": ["ens21f1np1", "ens22f0np0"]}]},
+                            "bonding_bonds[1] (bond1).members[0]: ens21f1np1 is already a member of"),
+    "falling fan curve": ({"cooling_zones": {"gpu": {"sensors": [{"backend": "nvml", "selector": "max"}],
+                                                     "curve": [{"temp": 40, "duty": 80}, {"temp": 70, "duty": 50}]}}},
+                          "cooling_zones.gpu.curve[1]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_a_mistake_in_host_vars_fails_naming_the_variable(tmp_path, case):
+    overrides, expected = BAD_INPUTS[case]
+    inventory = tmp_path / "inventory"
+    shutil.copytree(ROOT / "inventories" / "example", inventory)
+    host_vars = inventory / "host_vars" / f"{HOST}.yml"
+    merged = dict(yaml.safe_load(host_vars.read_text()), **overrides)
+    host_vars.write_text(yaml.safe_dump(merged))
+    rc, out = run_check(inventory, "example-inventory-" + case.replace(" ", "-"))
+    assert rc != 0, tail(out)
+    failures = [line for line in out.splitlines() if line.startswith(("fatal: [", "failed: ["))]
+    assert failures and all(f"[{HOST}]" in line for line in failures), failures
+    assert expected in "\n".join(failures), failures
