@@ -292,6 +292,19 @@ def action_irq_affinity(host, config, dry_run=False):
 # ---------------------------------------------------------------- RoCE
 
 
+def run_step(run, command, label, done, dry_run):
+    """Run one tuning command (or only say it would); log the outcome under label. Return 1 if it failed, else 0."""
+    if dry_run:
+        log("%s: would run %s" % (label, " ".join(command)))
+        return 0
+    result = run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    if result.returncode != 0:
+        log("%s: %s failed: %s" % (label, " ".join(command), result.stdout.strip()))
+        return 1
+    log("%s: %s" % (label, done))
+    return 0
+
+
 def action_roce(host, config, dry_run=False, run=subprocess.run):
     devices = resolve_devices(host, config)
     if not devices:
@@ -311,16 +324,8 @@ def action_roce(host, config, dry_run=False, run=subprocess.run):
             if not mlnx_qos:
                 log("%s: mlnx_qos not installed; trust mode left at its current value" % name)
             for netdev in netdevs if mlnx_qos else []:
-                command = [mlnx_qos, "-i", netdev, "--trust", roce["trust"]]
-                if dry_run:
-                    log("%s: would run %s" % (name, " ".join(command)))
-                    continue
-                result = run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
-                if result.returncode != 0:
-                    failures += 1
-                    log("%s: %s failed: %s" % (name, " ".join(command), result.stdout.strip()))
-                else:
-                    log("%s: trust %s on %s" % (name, roce["trust"], netdev))
+                failures += run_step(run, [mlnx_qos, "-i", netdev, "--trust", roce["trust"]], name,
+                                     "trust %s on %s" % (roce["trust"], netdev), dry_run)
         for port in eth_ports:
             failures += _roce_port(host, configfs, name, port, roce, dry_run)
     return 1 if failures else 0
@@ -386,16 +391,8 @@ def action_pcie_relaxed_ordering(host, config, dry_run=False, run=subprocess.run
     failures = 0
     for address in sorted({os.path.basename(device_dir) for _name, device_dir in devices}):
         value = DEVCTL_RELAXED_ORDERING if wanted == "enable" else 0
-        command = [setpci, "-s", address, "CAP_EXP+8.w=%04x:%04x" % (value, DEVCTL_RELAXED_ORDERING)]
-        if dry_run:
-            log("%s: would run %s" % (address, " ".join(command)))
-            continue
-        result = run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
-        if result.returncode != 0:
-            failures += 1
-            log("%s: %s failed: %s" % (address, " ".join(command), result.stdout.strip()))
-        else:
-            log("%s: relaxed ordering %sd" % (address, wanted))
+        failures += run_step(run, [setpci, "-s", address, "CAP_EXP+8.w=%04x:%04x" % (value, DEVCTL_RELAXED_ORDERING)],
+                             address, "relaxed ordering %sd" % wanted, dry_run)
     return 1 if failures else 0
 
 
