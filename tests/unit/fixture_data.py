@@ -1,25 +1,12 @@
-"""The real captured command outputs in shared/fixtures, for unit tests.
+"""The real captured command outputs in tests/fixtures, for unit tests.
 
 Import from tests as `from fixture_data import read_fixture, fixture_names` (pytest puts tests/unit on sys.path
-through its conftest.py).
+through its conftest.py). tests/fixtures/README.md says where each capture came from.
 """
 
-import os
 from pathlib import Path
 
-
-def _fixtures_dir():
-    env = os.environ.get("GPUFABRIC_FIXTURES")
-    if env:
-        return Path(env)
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "shared" / "fixtures"
-        if candidate.is_dir():
-            return candidate
-    raise RuntimeError("shared/fixtures not found beside the repository; set GPUFABRIC_FIXTURES")
-
-
-FIXTURES = _fixtures_dir()
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def read_fixture(relpath):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Post-activation verification on real /proc/net/bonding outputs (shared/fixtures/bonding)."""
+"""Post-activation verification on real /proc/net/bonding outputs (tests/fixtures/bonding)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The lab has no RDMA NIC, so the host side is a sysfs/procfs tree laid out like the kernel's (class symlinks to
 PCI device directories, msi_irqs, numa_node, local_cpulist, /proc/irq/N/smp_affinity_list). Its NUMA layout
-and NIC names come from a real server: the H800 box of shared/fixtures/nvidia_smi_topo (two sockets,
+and NIC names come from a real server: the H800 box of tests/fixtures/nvidia_smi_topo (two sockets,
 node 0 = CPUs 0-55,112-167, node 1 = 56-111,168-223, eight mlx5 NICs, one per GPU).
 """
 
@@ -279,7 +279,7 @@ def test_relaxed_ordering_keep_runs_nothing(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ mlxconfig
 
 # The layout of `mlxconfig -d <dev> query <params>` as the NVIDIA MFT user manual prints it. Not a capture from
-# a server of ours (none in shared/fixtures): replace with a real capture when one is published.
+# a server of ours (none in tests/fixtures): replace with a real capture when one is published.
 MLXCONFIG_QUERY = """
 Device #1:
 ----------

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""parse_bonding on every real /proc/net/bonding capture in shared/fixtures/bonding."""
+"""parse_bonding on every real /proc/net/bonding capture in tests/fixtures/bonding."""
 
 from __future__ import annotations
 

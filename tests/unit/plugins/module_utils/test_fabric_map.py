@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Tests of the fleet fabric map, its HTML page and their filters.
 
-The LLDP neighbours come from the real `lldpctl -f json0` captures in shared/fixtures/lldp, parsed by the
+The LLDP neighbours come from the real `lldpctl -f json0` captures in tests/fixtures/lldp, parsed by the
 collection's own parse_lldp; a fleet is several hosts carrying those neighbours, with cables moved where a
 test needs a miscabled host. RDMA and interface facts follow docs/topology.md.
 """

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""parse_ibstat on every real `ibstat` capture in shared/fixtures/ibstat_ibv_devinfo, and the state spellings."""
+"""parse_ibstat on every real `ibstat` capture in tests/fixtures/ibstat_ibv_devinfo, and the state spellings."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""parse_ibv_devinfo on every real `ibv_devinfo` capture in shared/fixtures/ibstat_ibv_devinfo."""
+"""parse_ibv_devinfo on every real `ibv_devinfo` capture in tests/fixtures/ibstat_ibv_devinfo."""
 
 from __future__ import annotations
 

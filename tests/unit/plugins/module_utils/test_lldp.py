@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""parse_lldp on the real lldpctl captures: json0 from shared/fixtures/lldp, json from lldpd 1.0.16.
+"""parse_lldp on the real lldpctl captures: json0 from tests/fixtures/lldp, json from lldpd 1.0.16.
 
-shared/fixtures/lldp holds `-f json0` outputs only. The `-f json` outputs below were captured verbatim on
+tests/fixtures/lldp holds `-f json0` outputs only. The `-f json` outputs below were captured verbatim on
 the lab machine with Debian 12's lldpd 1.0.16 (lldpd and lldpctl from the Debian package, run in network
 namespaces joined by veth pairs): `-f json` collapses one neighbour into an object and a lone
 management address into a string, the shapes a parser must not miss.

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""NCCL configuration derived from topology facts built from real captures (shared/fixtures).
+"""NCCL configuration derived from topology facts built from real captures (tests/fixtures).
 
 Pairs: the HGX H100 topology (sglang#30401, NIC legend mlx5_0..mlx5_7) with the ibstat of H100 nodes of the same
 mlx5_0..mlx5_11 layout (leptonai/gpud test data, InfiniBand and RoCE), as test_topology.py pairs them; the ASUS

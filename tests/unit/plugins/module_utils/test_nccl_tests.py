@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""parse_nccl_tests on every captured nccl-tests output in shared/fixtures (nccl_tests/ and nccl_debug/)."""
+"""parse_nccl_tests on every captured nccl-tests output in tests/fixtures (nccl_tests/ and nccl_debug/)."""
 
 from __future__ import annotations
 

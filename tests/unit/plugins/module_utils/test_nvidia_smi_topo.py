@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""parse_nvidia_smi_topo on every real `nvidia-smi topo -m` capture in shared/fixtures/nvidia_smi_topo."""
+"""parse_nvidia_smi_topo on every real `nvidia-smi topo -m` capture in tests/fixtures/nvidia_smi_topo."""
 
 from __future__ import annotations
 

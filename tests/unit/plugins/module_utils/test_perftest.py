@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""parse_perftest on every captured perftest output in shared/fixtures/perftest."""
+"""parse_perftest on every captured perftest output in tests/fixtures/perftest."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ MIB_GBPS = 1048576 * 8 / 1e9
 
 # Real outputs quoted from a public GitHub markdown page (a perftest walk-through, ConnectX RoCE, rdma_cm,
 # found in the code search index as document 47862417700; the index does not record the repository). Kept
-# byte for byte, tabs included. No fixture in shared/fixtures covers the latency tools or the MB/sec label of
-# a current perftest; the lead may move these into shared/fixtures/perftest.
+# byte for byte, tabs included. No fixture in tests/fixtures covers the latency tools or the MB/sec label of
+# a current perftest; they may move into tests/fixtures/perftest when a capture is published.
 WRITE_LAT_REAL = (
     "root@cpu1:~# ib_write_lat -d mlx5_0 10.0.32.34 -zR\n"
     "---------------------------------------------------------------------------------------\n"
