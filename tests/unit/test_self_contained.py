@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fixture_data import FIXTURES, fixture_names
+from fixture_data import FIXTURES, fixture_bytes, fixture_names
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,10 +18,15 @@ def test_fixtures_are_inside_the_repository():
 
 
 def test_every_fixture_keeps_its_source_line():
-    captures = [p for p in FIXTURES.rglob("*.txt")]
+    captures = [str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*.txt*")]
     assert len(captures) >= 40
-    missing = [str(p.relative_to(ROOT)) for p in captures if not p.read_bytes().startswith(b"# source:")]
+    missing = [name for name in captures if not fixture_bytes(name.removesuffix(".gz")).startswith(b"# source:")]
     assert missing == []
+
+
+def test_crlf_captures_keep_their_line_endings():
+    text = fixture_bytes("nccl_tests/deepops-dgx-a100-2node-8x200g-k8s-allreduce-old-format.txt")
+    assert text.count(b"\r\n") == 37
 
 
 def test_reading_beside_the_repository_is_refused():
