@@ -2,7 +2,8 @@
 # Sourced by the project's scripts: the project's virtual environment and collection path, whatever the caller's
 # working directory.
 ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
-VENV=$ROOT/.venv
+# GPUFABRIC_VENV selects another environment (scripts/compat.sh: one per ansible-core release).
+VENV=${GPUFABRIC_VENV:-$ROOT/.venv}
 export PATH=$VENV/bin:$PATH
 export ANSIBLE_CONFIG=$ROOT/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH=$ROOT/.build/collections

@@ -1,0 +1,98 @@
+"""The collection as its users get it: `ansible-galaxy collection build`, installed into an empty collections path,
+its plugins' docs rendered and a playbook run from the installed copy against a lab node."""
+
+import json
+import os
+import subprocess
+import tarfile
+
+import pytest
+
+from integration_helpers import ROOT, run_logged, tail
+
+LAB = "gpufabric-package-test"
+LAB_INVENTORY = ROOT / "inventories" / "lab" / f"{LAB}.yml"
+# What a user's tarball must not carry: the lab, caches, tests and the developers' tooling.
+NOT_SHIPPED = (".venv", ".venv-compat", ".build", ".lab", ".cache", ".ci", ".config", ".git", "tests", "molecule",
+               "scripts", "benchmarks", "reports", "inventories/lab", "docs/site", "Makefile", "conftest.py",
+               "pytest.ini", "requirements.txt", "constraints.txt")
+PLUGIN_TYPES = ("module", "filter", "callback")
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """Build the tarball and install it, alone, into an empty collections path."""
+    base = tmp_path_factory.mktemp("package")
+    rc, out = run_logged("galaxy-build", ["ansible-galaxy", "collection", "build", "--force", "--output-path",
+                                          str(base / "dist"), str(ROOT)], timeout=300)
+    assert rc == 0, tail(out)
+    tarballs = list((base / "dist").glob("gpufabric-core-*.tar.gz"))
+    assert len(tarballs) == 1, tarballs
+    collections = base / "collections"
+    collections.mkdir()
+    config = base / "ansible.cfg"
+    config.write_text("[defaults]\ncollections_path = %s\nhost_key_checking = false\n" % collections)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(config), ANSIBLE_COLLECTIONS_PATH=str(collections))
+    env.pop("ANSIBLE_ROLES_PATH", None)
+    # --no-deps: the dependencies come from the `ansible` package of this environment (Galaxy is out of reach).
+    rc, out = run_logged("galaxy-install", ["ansible-galaxy", "collection", "install", "--no-deps", "-p",
+                                            str(collections), str(tarballs[0])], timeout=300, env=env, cwd=base)
+    assert rc == 0, tail(out)
+    assert (collections / "ansible_collections" / "gpufabric" / "core" / "MANIFEST.json").is_file(), tail(out)
+    return {"tarball": tarballs[0], "path": collections / "ansible_collections" / "gpufabric" / "core", "env": env,
+            "base": base}
+
+
+def test_tarball_leaves_out_the_lab_caches_and_tests(installed):
+    with tarfile.open(installed["tarball"]) as tarball:
+        names = tarball.getnames()
+    shipped = [n for n in names if any(n == p or n.startswith(p + "/") for p in NOT_SHIPPED)]
+    assert shipped == []
+    for wanted in ("MANIFEST.json", "FILES.json", "meta/runtime.yml", "plugins/modules/topology_facts.py",
+                   "roles/bonding/tasks/main.yml", "playbooks/site.yml", "inventories/example/hosts.yml"):
+        assert wanted in names, wanted
+    size = installed["tarball"].stat().st_size
+    print("tarball %s: %d bytes, %d members" % (installed["tarball"].name, size, len(names)))
+    assert size < 2_000_000
+
+
+def _documented(installed, plugin_type):
+    listing = subprocess.run(["ansible-doc", "--list", "--json", "-t", plugin_type, "gpufabric.core"],
+                             env=installed["env"], cwd=installed["base"], capture_output=True, text=True, check=True)
+    return sorted(json.loads(listing.stdout))
+
+
+@pytest.mark.parametrize("plugin_type", PLUGIN_TYPES)
+def test_every_plugin_renders_its_docs_from_the_installed_copy(installed, plugin_type):
+    names = _documented(installed, plugin_type)
+    source_dir = ROOT / "plugins" / {"module": "modules", "filter": "filter", "callback": "callback"}[plugin_type]
+    if plugin_type != "filter":  # filter files may hold several filters
+        assert names == sorted("gpufabric.core." + p.stem for p in source_dir.glob("*.py") if p.stem != "__init__")
+    assert names
+    for name in names:
+        rendered = subprocess.run(["ansible-doc", "--json", "-t", plugin_type, name], env=installed["env"],
+                                  cwd=installed["base"], capture_output=True, text=True, check=False)
+        assert rendered.returncode == 0 and not rendered.stderr.strip(), (name, rendered.stderr)
+        doc = json.loads(rendered.stdout)[name]["doc"]
+        assert doc["filename"].startswith(str(installed["path"])), doc["filename"]
+        assert doc.get("short_description"), name
+
+
+@pytest.fixture(scope="module")
+def lab_node():
+    env = dict(os.environ, GPUFABRIC_LAB_NAME=LAB, GPUFABRIC_LAB_SUBNET="10.231.30.0/24")
+    subprocess.run([str(ROOT / "scripts" / "lab.sh"), "up", "1"], env=env, check=True)
+    yield LAB_INVENTORY
+    subprocess.run([str(ROOT / "scripts" / "lab.sh"), "down"], env=env, check=False)
+
+
+def test_a_playbook_of_the_installed_copy_runs_against_the_lab(installed, lab_node):
+    reports = installed["base"] / "reports"
+    rc, out = run_logged("installed-discover", [
+        "ansible-playbook", "-i", str(lab_node), "gpufabric.core.discover",
+        "-e", "discover_report_dir=%s" % reports, "-e", "discover_fail_on=never"],
+        timeout=600, env=installed["env"], cwd=installed["base"])
+    assert rc == 0, tail(out)
+    fabric = json.loads((reports / "fabric_map.json").read_text())
+    assert sorted(fabric["hosts"]) == ["node01"], fabric.keys()
+    assert (reports / "fabric_map.html").read_text().startswith("<!DOCTYPE html>")
