@@ -114,8 +114,8 @@ def _gpus(sources, sysfs, findings, reasons):
         _finding(findings, "warning", "no_nic_legend",
                  "nvidia-smi topo -m printed no NIC Legend: %s cannot be matched to RDMA device names"
                  % ", ".join(nic["name"] for nic in topo["nics"]))
-    return {"available": bool(devices), "reason": None if devices else "nvidia-smi listed no GPU",
-            "devices": devices}
+    said = (topo or {}).get("errors") or ["nvidia-smi listed no GPU"]
+    return {"available": bool(devices), "reason": None if devices else said[0], "devices": devices}
 
 
 def _port_template(number):
