@@ -122,7 +122,7 @@ def parse_ibstat(text):
     Returns {"cas": [{name, ca_type, number_of_ports, firmware_version, ..., ports: [{port, state,
     physical_state, rate_gbps, link_layer, base_lid, sm_lid, port_guid, ...}]}], "errors": [lines]}.
     Lines the tools print on failure (ibwarn, ibpanic, iberror, driver messages) land in errors, so a
-    partial output still gives the CAs it lists. Raises ParseError when there is neither a CA nor an
+    partial output still gives the CAs it lists; so does a CA that lists no port. Raises ParseError when there is neither a CA nor an
     error line.
     """
     lines = clean_lines(text, COMMAND)
@@ -158,6 +158,10 @@ def parse_ibstat(text):
             port[name] = convert(value)
         elif key in _CA_FIELDS:
             ca[_CA_FIELDS[key]] = _int_or_none(value) if key == "number of ports" else value
+    for ca in cas:
+        if not ca["ports"]:
+            errors.append("CA '%s' lists no port (no 'Port <n>:' block): the output is cut or the device is gone"
+                          % ca["name"])
     if not cas and not errors:
         raise ParseError(COMMAND, "no \"CA '<name>'\" block found")
     if not cas and not any(_looks_like_tool_message(line) for line in errors):

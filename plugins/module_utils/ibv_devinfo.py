@@ -81,7 +81,8 @@ def parse_ibv_devinfo(text):
 
     Returns {"devices": [{name, transport, fw_ver, node_guid, vendor_part_id, board_id, phys_port_cnt,
     ports: [{port, state, physical_state, max_mtu, active_mtu, link_layer, active_width, active_speed,
-    rate_gbps, gids: [{index, gid, type}]}]}], "errors": [lines]}. Width, speed, physical state and
+    rate_gbps, gids: [{index, gid, type}]}]}], "errors": [lines]}; errors holds the tool's failure lines
+    and a sentence for each device that lists no port. Width, speed, physical state and
     GIDs are only printed with -v; without it they are None or empty. Both the TAB-indented layout of
     old libibverbs and the space-aligned one of rdma-core are read.
     """
@@ -128,6 +129,10 @@ def parse_ibv_devinfo(text):
     for device in devices:
         for port in device["ports"]:
             port["rate_gbps"] = _port_rate(port)
+    for device in devices:
+        if not device["ports"]:
+            errors.append("hca_id %s lists no port (no 'port: <n>' block): the output is cut or the device is gone"
+                          % device["name"])
     if not devices and not errors:
         raise ParseError(COMMAND, "no 'hca_id:' block found")
     if not devices and not any(("device" in line.lower() or "fail" in line.lower()) for line in errors):

@@ -148,3 +148,16 @@ def test_physical_state_spellings_of_every_source_agree(raw, expected):
 ])
 def test_rate_units(raw, expected):
     assert parse_rate_gbps(raw) == expected
+
+
+def test_ca_without_port_block_says_so_in_errors():
+    # Derived from the l2fwd capture: the output is cut after mlx5_1's "Node GUID" line, before its "Port 1:"
+    # block, as an ibstat killed by a timeout leaves it.
+    text = read_fixture(FOLDER + "/l2fwd-nv-6-ibstat-cx6dx-2port-roce-100g.txt")
+    second = text.index("CA 'mlx5_1'")
+    text = text[:second] + text[second:text.index("Port 1:", second)]
+    parsed = parse_ibstat(text)
+    assert [ca["name"] for ca in parsed["cas"]] == ["mlx5_0", "mlx5_1"]
+    assert parsed["cas"][0]["ports"][0]["state"] == "ACTIVE"
+    assert parsed["errors"] == ["CA 'mlx5_1' lists no port (no 'Port <n>:' block): the output is cut or the "
+                                "device is gone"]
