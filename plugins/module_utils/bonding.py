@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError, clean_lines
+from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import FieldsOnce, ParseError, clean_lines
 
 COMMAND = "/proc/net/bonding/<bond>"
 
@@ -184,17 +184,12 @@ def parse_bonding(text):
     section = "bond"  # bond, aggregator, slave, actor_pdu, partner_pdu
     slave = None
     errors = []
-    stored = set()
+    fields = FieldsOnce(COMMAND, "a 'Slave Interface:' line")
     number = 0
 
     def store(block, name, value):
-        # A field twice in one block means a 'Slave Interface:' line is missing: the values of two
-        # slaves (or of the bond and a slave) would mix, so the text is refused instead.
-        if (id(block), name) in stored:
-            raise ParseError(COMMAND, "line %d (%s): a second %r in the same block; a 'Slave Interface:' line is "
-                             "missing before it" % (number, lines[number - 1].strip()[:100], name))
-        stored.add((id(block), name))
-        block[name] = value
+        # A field twice in one block: the values of two slaves (or of the bond and a slave) would mix.
+        fields.set(block, name, value, number, lines[number - 1])
 
     for number, line in enumerate(lines, start=1):
         if not line.strip():

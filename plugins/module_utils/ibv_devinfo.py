@@ -12,7 +12,12 @@ from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import (
     normalize_port_state,
     parse_rate_gbps,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError, clean_lines
+from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import (
+    FieldsOnce,
+    ParseError,
+    clean_lines,
+    describe_line,
+)
 
 COMMAND = "ibv_devinfo"
 
@@ -91,7 +96,8 @@ def parse_ibv_devinfo(text):
     errors = []
     device = None
     port = None
-    for line in lines:
+    fields = FieldsOnce(COMMAND, "an 'hca_id:' or 'port:' line")
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         match = _HCA.match(line)
@@ -108,6 +114,9 @@ def parse_ibv_devinfo(text):
         match = _PORT.match(line)
         if match:
             port = _new_port(int(match.group(1)))
+            if any(known["port"] == port["port"] for known in device["ports"]):
+                raise ParseError(COMMAND, "%s: hca_id %s lists port %d twice; an 'hca_id:' line is missing before it"
+                                 % (describe_line(number, line), device["name"], port["port"]))
             device["ports"].append(port)
             continue
         if port is not None:
@@ -122,10 +131,10 @@ def parse_ibv_devinfo(text):
         key, value = match.group(1), match.group(2)
         if port is not None and key in _PORT_FIELDS:
             name, convert = _PORT_FIELDS[key]
-            port[name] = convert(value)
+            fields.set(port, name, convert(value), number, line)
         elif port is None and key in _DEVICE_FIELDS:
             name, convert = _DEVICE_FIELDS[key]
-            device[name] = convert(value)
+            fields.set(device, name, convert(value), number, line)
     for device in devices:
         for port in device["ports"]:
             port["rate_gbps"] = _port_rate(port)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError, clean_lines
+from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError, clean_lines, describe_line
 
 COMMAND = "nvidia-smi topo -m"
 QUERY_COMMAND = "nvidia-smi --query-gpu=index,name,pci.bus_id --format=csv,noheader"
@@ -95,10 +95,6 @@ def _split_run_together(cell):
     return readings
 
 
-def _describe(number, line):
-    return "line %d (%s)" % (number, line.strip()[:160])
-
-
 def _link_cells(label, number, line, tokens, devices):
     """The link codes of one row, run-together cells split; raises ParseError naming the line."""
     codes = []
@@ -114,16 +110,16 @@ def _link_cells(label, number, line, tokens, devices):
         readings = [] if _is_known_code(code) else _split_run_together(code)
         if len(readings) > 1:
             raise ParseError(COMMAND, "%s: row %s holds %r, which reads as link codes in more than one way"
-                             % (_describe(number, line), label, code))
+                             % (describe_line(number, line), label, code))
         split.extend(readings[0] if readings and len(readings[0]) > 1 else [code])
     if len(split) == len(devices):
         return split, tokens[len(codes):]
     if len(codes) < len(tokens):
         raise ParseError(COMMAND, "%s: row %s holds %r where a link code (X, NV#, PIX, PXB, PHB, NODE, SYS) "
-                         "belongs" % (_describe(number, line), label, tokens[len(codes)][0]))
+                         "belongs" % (describe_line(number, line), label, tokens[len(codes)][0]))
     raise ParseError(COMMAND, "%s: row %s has %d link cells, the header has %d devices (%d missing and no "
                      "cell splits into that many link codes)"
-                     % (_describe(number, line), label, len(codes), len(devices), missing))
+                     % (describe_line(number, line), label, len(codes), len(devices), missing))
 
 
 def _attribute_cells(label, number, line, rest, attributes, cpu_start):
@@ -146,12 +142,12 @@ def _attribute_cells(label, number, line, rest, attributes, cpu_start):
     else:
         raise ParseError(COMMAND, "%s: row %s has %d values for the %d columns %s and the blank one is not "
                          "the CPU Affinity: cannot tell which value is missing"
-                         % (_describe(number, line), label, len(texts), len(attributes), ", ".join(attributes)))
+                         % (describe_line(number, line), label, len(texts), len(attributes), ", ".join(attributes)))
     for column, value in values.items():
         shape = _ATTRIBUTE_SHAPES.get(column)
         if shape is not None and not shape(value):
             raise ParseError(COMMAND, "%s: row %s holds %r under %s, which is no value of that column"
-                             % (_describe(number, line), label, value, column))
+                             % (describe_line(number, line), label, value, column))
     return values
 
 
@@ -205,7 +201,7 @@ def parse_nvidia_smi_topo(text):
     extra = {}
     for (number, row), label in zip(rows, row_labels):
         if label not in devices:
-            raise ParseError(COMMAND, "%s: row %r is not a column of the header" % (_describe(number, row), label))
+            raise ParseError(COMMAND, "%s: row %r is not a column of the header" % (describe_line(number, row), label))
         tokens = [(match.group(), match.start()) for match in _TOKEN.finditer(row.expandtabs(_TAB_WIDTH))][1:]
         codes, rest = _link_cells(label, number, row, tokens, devices)
         matrix[label] = dict(zip(devices, codes))
