@@ -162,6 +162,9 @@ def parse_ibstat(text):
         if not match:
             continue
         key, value = match.group(1).strip().lower(), match.group(2).strip()
+        if port is None and key in _PORT_FIELDS:
+            raise ParseError(COMMAND, "%s: %r outside any port block of CA '%s'; a 'Port <n>:' line is missing "
+                             "before it" % (describe_line(number, line), match.group(1).strip(), ca["name"]))
         if port is not None and key in _PORT_FIELDS:
             name, convert = _PORT_FIELDS[key]
             fields.set(port, name, convert(value), number, line)

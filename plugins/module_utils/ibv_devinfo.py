@@ -129,6 +129,9 @@ def parse_ibv_devinfo(text):
         if not match:
             continue  # capability flag lists and free text of -v
         key, value = match.group(1), match.group(2)
+        if port is None and key in _PORT_FIELDS:
+            raise ParseError(COMMAND, "%s: %r outside any port block of %s; a 'port:' line is missing before it"
+                             % (describe_line(number, line), key, device["name"]))
         if port is not None and key in _PORT_FIELDS:
             name, convert = _PORT_FIELDS[key]
             fields.set(port, name, convert(value), number, line)

@@ -39,7 +39,6 @@ _RANK = re.compile(
     r"^#\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+"
     r"device\s+(?P<device>\d+)\s+\[(?P<bus_id>[^\]]*)\]\s*(?P<model>.*)$"
 )
-_ROW_VALUE = re.compile(r"[-+]?\d[\d.]*(?:e[-+]?\d+)?|N/A|[a-z][a-z0-9_]*", re.IGNORECASE)
 _TEST_NAME = re.compile(r"^#\s*Collective test starting:\s*(?P<name>\S+)")
 # The messages of nccl-tests' CUDACHECK/NCCLCHECK/TESTCHECK macros and its timeout.
 _FAILURE = re.compile(r"\bTest (?:CUDA |NCCL )?failure\b|\bTest timeout\b", re.IGNORECASE)
@@ -60,10 +59,10 @@ class _Table:
         self.groups = [index for index, name in enumerate(self.columns) if name == "time"]
 
     def looks_like_row(self, line):
-        """A line of numbers and type names, such as a row with a cell lost: not an NCCL_DEBUG line."""
+        """A line starting with a size and holding half the columns or more, such as a row with a cell lost or
+        two cells run together; NCCL_DEBUG lines between rows start with the host name."""
         values = line.split()
-        return bool(values) and values[0].isdigit() and len(values) >= len(self.columns) // 2 and all(
-            _ROW_VALUE.match(value) for value in values)
+        return bool(values) and values[0].isdigit() and len(values) >= len(self.columns) // 2
 
     def parse_row(self, line):
         values = line.split()

@@ -56,6 +56,7 @@ _ERROR_LINE = re.compile(
     re.IGNORECASE,
 )
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
+_NUMERIC = re.compile(r"^[-+]?\d[-+\d.eE]*$")
 
 # Latency column name (before its "[unit]") -> row key stem.
 _LATENCY_COLUMNS = {
@@ -263,9 +264,9 @@ def parse_perftest(text):
                 continue
             if _ERROR_LINE.search(stripped):
                 errors.append(stripped)
-            elif not errors and all(_NUMBER.match(value) for value in stripped.split()):
-                # Numbers only, but not as many as the header has columns: a row with a lost cell,
-                # whose values cannot be placed.
+            elif not errors and all(_NUMERIC.match(value) for value in stripped.split()):
+                # Numbers only, but not as many as the header has columns or two run together: a row
+                # with a lost cell, whose values cannot be placed.
                 unread.append("line %d (%s): a results row that does not fit the header's %d columns is not read"
                               % (number, stripped[:120], len(table.columns)))
             else:
