@@ -55,9 +55,18 @@ _value:
       type: str
       sample: 802.3ad
     mode_description:
-      description: The mode as the driver describes it.
+      description: The mode as the driver describes it, without the groups the kernel appends to it.
       type: str
       sample: IEEE 802.3ad Dynamic link aggregation
+    mode_suffixes:
+      description: The C((...)) groups the kernel appends to the mode, such as C(fail_over_mac active).
+      type: list
+      elements: str
+      sample: ["fail_over_mac active"]
+    fail_over_mac:
+      description: The C(fail_over_mac) policy (C(none), C(active), C(follow)) of an active-backup bond; null in other modes.
+      type: str
+      sample: active
     lacp_rate:
       description: C(slow) or C(fast); null outside 802.3ad mode.
       type: str
@@ -107,6 +116,11 @@ _value:
       elements: str
       sample:
         - "slaves run at different speeds (100, 1000 Mbps): LACP aggregates only ports of one speed"
+    errors:
+      description: What could not be read, such as an unknown mode or a bond without any slave section; empty otherwise.
+      type: list
+      elements: str
+      sample: []
 """
 
 

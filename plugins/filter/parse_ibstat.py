@@ -74,7 +74,7 @@ _value:
               port_guid: "0x946dae0300cde72c"
               link_layer: InfiniBand
     errors:
-      description: Lines the tools printed on failure, in order; empty when none.
+      description: Lines the tools printed on failure, in order, then one sentence per CA that lists no port; empty when none.
       type: list
       elements: str
       sample: ["ibpanic: [2137592] main: stat of IB device 'mthca0' failed: No such file or directory"]

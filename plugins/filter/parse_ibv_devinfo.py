@@ -76,7 +76,7 @@ _value:
               rate_gbps: 10.0
               gids: [{index: 0, gid: "fe80:0000:0000:0000:7cfe:9003:00a5:95c2", type: null}]
     errors:
-      description: Lines the tool printed on failure; empty when none.
+      description: Lines the tool printed on failure, then one sentence per device that lists no port; empty when none.
       type: list
       elements: str
       sample: ["Failed to get IB devices list: Function not implemented"]

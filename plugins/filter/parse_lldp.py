@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.core.plugins.module_utils.lldp import parse_lldp
+from ansible_collections.gpufabric.core.plugins.module_utils.lldp import parse_lldp, parse_lldp_neighbors
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
@@ -16,13 +16,18 @@ description:
   - Parses the output of C(lldpctl -f json) or C(lldpctl -f json0) (lldpd) into one flat entry per neighbour.
   - Both formats are accepted, with one neighbour or many; C(-f json) turns a single neighbour into an object
     instead of a list and keys chassis by their name, C(-f json0) wraps every value in lists.
-  - An output without neighbours gives an empty list. Text that is not lldpctl JSON raises an error naming
-    the command and the problem.
+  - An output without neighbours gives an empty list; with O(with_errors=true) the result is a dict whose
+    C(errors) says so, and names each neighbour without a chassis id or port id. Text that is not lldpctl
+    JSON raises an error naming the command and the problem.
 options:
   _input:
     description: The output of C(lldpctl -f json) or C(-f json0), as text or as the already decoded object.
     type: raw
     required: true
+  with_errors:
+    description: Return C({neighbors, errors}) instead of the bare list of neighbours.
+    type: bool
+    default: false
 author:
   - gpufabric.core contributors
 """
@@ -38,11 +43,21 @@ EXAMPLES = r"""
   ansible.builtin.debug:
     msg: "{{ item.local_interface }} -> {{ item.chassis_name }} {{ item.port_id }}"
   loop: "{{ lldp_raw.stdout | gpufabric.core.parse_lldp }}"
+
+- name: Fail when lldpd saw no neighbour
+  ansible.builtin.assert:
+    that: lldp.errors | length == 0
+    fail_msg: "{{ lldp.errors }}"
+  vars:
+    lldp: "{{ lldp_raw.stdout | gpufabric.core.parse_lldp(with_errors=true) }}"
 """
 
 RETURN = r"""
 _value:
-  description: One entry per neighbour, in lldpd's order.
+  description:
+    - One entry per neighbour, in lldpd's order.
+    - With O(with_errors=true), a dict C({neighbors, errors}) holding that list and the sentences that say what
+      the output lacks (no neighbour at all, a neighbour without chassis id or port id).
   type: list
   elements: dict
   contains:
@@ -103,8 +118,12 @@ _value:
 """
 
 
+def _parse_lldp(data, with_errors=False):
+    return parse_lldp_neighbors(data) if with_errors else parse_lldp(data)
+
+
 class FilterModule:
     """The parse_lldp filter."""
 
     def filters(self):
-        return {"parse_lldp": raising_filter_error("parse_lldp", parse_lldp, ParseError)}
+        return {"parse_lldp": raising_filter_error("parse_lldp", _parse_lldp, ParseError)}

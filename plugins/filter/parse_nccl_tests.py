@@ -64,10 +64,10 @@ _value:
       type: dict
       sample: {"n_threads": 1, "n_gpus": 1, "min_bytes": 1073741824, "max_bytes": 27950841856, "warmup_iters": 5, "iters": 20}
     ranks:
-      description: One entry per C(# Rank) line.
+      description: One entry per C(# Rank) line, with or without the C(Group) field of newer nccl-tests (C(group) null without it).
       type: list
       elements: dict
-      sample: [{"rank": 0, "pid": 574691, "host": "node1", "device": 0, "bus_id": "0000:06:00", "model": "NVIDIA H100 80GB HBM3"}]
+      sample: [{"rank": 0, "group": 0, "pid": 574691, "host": "node1", "device": 0, "bus_id": "0000:06:00", "model": "NVIDIA H100 80GB HBM3"}]
     rows:
       description:
         - One entry per message size, C({size_bytes, count, type, redop, root, out_of_place, in_place}); each side is
@@ -101,6 +101,13 @@ _value:
       description: Null, or why the run failed.
       type: str
       sample: "gpu: Test CUDA failure common.cu:1030 'system not yet initialized'"
+    errors:
+      description:
+        - What could not be read, the run's verdict aside - a results table without rows, results without any rank
+          line, a line that looks like a results row but does not fit the header (named by its line number).
+      type: list
+      elements: str
+      sample: ["the results table has no rank line ('#  Rank  0 Group  0 Pid ... device ...') before it: the GPUs of the run are unknown"]
 """
 
 

@@ -19,6 +19,11 @@ description:
   - Reads the current layout (C(NIC0) ... columns resolved through the C(NIC Legend)) and the older one that
     names RDMA devices (C(mlx5_0) ...) in the header; ANSI escapes, TAB or space alignment and extra
     trailing columns are accepted. Without a legend, NICs keep their C(NIC#) name and C(device) is null.
+  - An empty C(CPU Affinity) cell (a Slurm cgroup granting no CPU of the GPU's NUMA node) is read as empty and
+    the next cells keep their columns. Link cells printed without a separator (C(PXBNODE), C(SYSSYS) on hosts
+    with more than ten NICs) are split when the row is short by exactly that many cells and the split is
+    unambiguous; a row that cannot be read that way raises an error naming its line.
+  - C(No devices were found) gives empty lists and says so in C(errors).
   - Text without a header row naming C(GPU0) or with a malformed matrix raises an error naming the command
     and the problem.
 options:
@@ -83,6 +88,11 @@ _value:
       description: False when NICs are named C(NIC#) but no C(NIC Legend) maps them to devices.
       type: bool
       sample: true
+    errors:
+      description: Why the output holds no GPU (C(No devices were found)); empty when a matrix was read.
+      type: list
+      elements: str
+      sample: []
 """
 
 

@@ -136,6 +136,14 @@ _value:
       description: Null, or the tool's own error lines joined with C(; ) when the run failed.
       type: str
       sample: "Couldn't connect to 192.168.125.211:18515; Unable to init the socket connection"
+    errors:
+      description:
+        - What the parser could not read, the run's verdict aside - a results table without rows, a client output
+          that ends before its table, a server that printed no results, a line of numbers that does not fit the
+          header (named by its line number).
+      type: list
+      elements: str
+      sample: ["the results table has no row"]
 """
 
 

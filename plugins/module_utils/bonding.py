@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError, clean_lines
+from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import FieldsOnce, ParseError, clean_lines
 
 COMMAND = "/proc/net/bonding/<bond>"
 
@@ -51,11 +51,43 @@ def _speed_mbps(value):
     return int(mbps) if mbps == int(mbps) else mbps
 
 
-def _mode_name(description):
-    if description is None:
-        return None
-    lowered = description.lower()
-    return MODE_NAMES.get(lowered, description)
+# The kernel (bond_procfs.c) appends " (fail_over_mac <policy>)" to an active-backup mode whose
+# fail_over_mac is not "none"; later kernels may append more "(<option> <value>)" groups.
+_MODE_SUFFIX = re.compile(r"\s*\(([^()]*)\)")
+_MODE_OPTION = re.compile(r"([a-z_]+)\s+(\S+)")
+
+
+def _split_mode(value):
+    """'fault-tolerance (active-backup) (fail_over_mac active)' -> (short name, description, [suffixes]).
+
+    The descriptions hold parentheses of their own, so the known ones are matched first; what follows
+    must be "(...)" groups. An unknown description is returned whole as the name, suffixes unread.
+    """
+    lowered = value.lower()
+    for description in sorted(MODE_NAMES, key=len, reverse=True):
+        if not lowered.startswith(description):
+            continue
+        rest = value[len(description):]
+        suffixes = []
+        while rest.strip():
+            match = _MODE_SUFFIX.match(rest)
+            if not match:
+                break
+            suffixes.append(match.group(1).strip())
+            rest = rest[match.end():]
+        if not rest.strip():
+            return MODE_NAMES[description], value[:len(description)], suffixes
+    return value, value, []
+
+
+def _mode_options(suffixes):
+    """["fail_over_mac active"] -> {"fail_over_mac": "active"}; suffixes of another shape are skipped."""
+    options = {}
+    for suffix in suffixes:
+        match = _MODE_OPTION.fullmatch(suffix)
+        if match:
+            options[match.group(1)] = match.group(2)
+    return options
 
 
 def _hash_policy(value):
@@ -96,7 +128,7 @@ _SLAVE_FIELDS = {
 }
 
 _BOND_FIELDS = {
-    "bonding mode": ("mode_description", str),
+    "bonding mode": ("mode_line", str),
     "transmit hash policy": ("xmit_hash_policy", _hash_policy),
     "mii status": ("mii_status", str),
     "mii polling interval (ms)": ("mii_polling_ms", _int_or_none),
@@ -122,15 +154,19 @@ _AGGREGATOR_FIELDS = {
 def parse_bonding(text):
     """Parse the text of /proc/net/bonding/<bond>.
 
-    Returns a dict with the bond's mode (short name such as 802.3ad), LACP settings, the active
-    aggregator, one dict per slave, and the health verdict: healthy (bool) and problems (sentences).
-    Raises ParseError when the text is not bonding driver output.
+    Returns a dict with the bond's mode (short name such as 802.3ad), mode_description (the kernel's
+    name of it), mode_suffixes (what the kernel appended, "fail_over_mac active"), fail_over_mac
+    (active-backup only: none, active or follow), LACP settings, the active aggregator, one dict per
+    slave, the health verdict: healthy (bool) and problems (sentences), and errors: what could not be
+    read (an unknown mode, no slave section). Raises ParseError when the text is not bonding driver output.
     """
     lines = clean_lines(text, COMMAND)
     bond = {
         "driver_version": None,
         "mode": None,
         "mode_description": None,
+        "mode_suffixes": [],
+        "fail_over_mac": None,
         "xmit_hash_policy": None,
         "mii_status": None,
         "mii_polling_ms": None,
@@ -147,7 +183,15 @@ def parse_bonding(text):
     }
     section = "bond"  # bond, aggregator, slave, actor_pdu, partner_pdu
     slave = None
-    for line in lines:
+    errors = []
+    fields = FieldsOnce(COMMAND, "a 'Slave Interface:' line")
+    number = 0
+
+    def store(block, name, value):
+        # A field twice in one block: the values of two slaves (or of the bond and a slave) would mix.
+        fields.set(block, name, value, number, lines[number - 1])
+
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             if section == "aggregator":
                 section = "bond"
@@ -181,28 +225,39 @@ def parse_bonding(text):
             continue
         if section == "aggregator" and key in _AGGREGATOR_FIELDS:
             name, convert = _AGGREGATOR_FIELDS[key]
-            bond["active_aggregator"][name] = convert(value)
+            store(bond["active_aggregator"], name, convert(value))
         elif section in ("actor_pdu", "partner_pdu") and slave is not None:
             prefix = "actor" if section == "actor_pdu" else "partner"
             if key == "port state":
-                slave[prefix + "_port_state"] = _int_or_none(value)
+                store(slave, prefix + "_port_state", _int_or_none(value))
             elif key == "system mac address" and prefix == "partner":
-                slave["partner_mac"] = value.lower()
+                store(slave, "partner_mac", value.lower())
             elif key in _SLAVE_FIELDS:
                 # A slave field after the PDU blocks: the kernel never does this, but stay exact.
                 section = "slave"
                 name, convert = _SLAVE_FIELDS[key]
-                slave[name] = convert(value)
+                store(slave, name, convert(value))
         elif section == "slave" and key in _SLAVE_FIELDS:
             name, convert = _SLAVE_FIELDS[key]
-            slave[name] = convert(value)
+            store(slave, name, convert(value))
         elif section in ("bond", "aggregator") and key in _BOND_FIELDS:
             section = "bond"
             name, convert = _BOND_FIELDS[key]
-            bond[name] = convert(value)
-    if bond["mode_description"] is None:
+            store(bond, name, convert(value))
+    mode_line = bond.pop("mode_line", None)
+    if mode_line is None:
         raise ParseError(COMMAND, "no 'Bonding Mode:' line; this is not the content of /proc/net/bonding/<bond>")
-    bond["mode"] = _mode_name(bond["mode_description"])
+    if not mode_line.strip():
+        raise ParseError(COMMAND, "the 'Bonding Mode:' line names no mode")
+    bond["mode"], bond["mode_description"], bond["mode_suffixes"] = _split_mode(mode_line)
+    if bond["mode"] not in MODE_NAMES.values():
+        errors.append("unknown bonding mode %r: the mode is returned as printed" % mode_line)
+    if bond["mode"] == "active-backup":
+        # Printed only when not "none" (bond_procfs.c).
+        bond["fail_over_mac"] = _mode_options(bond["mode_suffixes"]).get("fail_over_mac", "none")
+    if not bond["slaves"]:
+        errors.append("no 'Slave Interface:' section: the bond lists no slave")
+    bond["errors"] = errors
     bond["problems"] = bond_problems(bond)
     bond["healthy"] = not bond["problems"]
     return bond

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError, clean_lines
+from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import (
+    FieldsOnce,
+    ParseError,
+    clean_lines,
+    describe_line,
+)
 
 COMMAND = "ibstat"
 
@@ -122,7 +127,7 @@ def parse_ibstat(text):
     Returns {"cas": [{name, ca_type, number_of_ports, firmware_version, ..., ports: [{port, state,
     physical_state, rate_gbps, link_layer, base_lid, sm_lid, port_guid, ...}]}], "errors": [lines]}.
     Lines the tools print on failure (ibwarn, ibpanic, iberror, driver messages) land in errors, so a
-    partial output still gives the CAs it lists. Raises ParseError when there is neither a CA nor an
+    partial output still gives the CAs it lists; so does a CA that lists no port. Raises ParseError when there is neither a CA nor an
     error line.
     """
     lines = clean_lines(text, COMMAND)
@@ -130,7 +135,8 @@ def parse_ibstat(text):
     errors = []
     ca = None
     port = None
-    for line in lines:
+    fields = FieldsOnce(COMMAND, "a \"CA '<name>'\" or 'Port <n>:' line")
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         match = _CA.match(line)
@@ -147,17 +153,27 @@ def parse_ibstat(text):
         match = _PORT.match(line)
         if match:
             port = _new_port(int(match.group(1)))
+            if any(known["port"] == port["port"] for known in ca["ports"]):
+                raise ParseError(COMMAND, "%s: CA '%s' lists port %d twice; a \"CA '<name>'\" line is missing "
+                                 "before it" % (describe_line(number, line), ca["name"], port["port"]))
             ca["ports"].append(port)
             continue
         match = _KEY_VALUE.match(line)
         if not match:
             continue
         key, value = match.group(1).strip().lower(), match.group(2).strip()
+        if port is None and key in _PORT_FIELDS:
+            raise ParseError(COMMAND, "%s: %r outside any port block of CA '%s'; a 'Port <n>:' line is missing "
+                             "before it" % (describe_line(number, line), match.group(1).strip(), ca["name"]))
         if port is not None and key in _PORT_FIELDS:
             name, convert = _PORT_FIELDS[key]
-            port[name] = convert(value)
+            fields.set(port, name, convert(value), number, line)
         elif key in _CA_FIELDS:
-            ca[_CA_FIELDS[key]] = _int_or_none(value) if key == "number of ports" else value
+            fields.set(ca, _CA_FIELDS[key], _int_or_none(value) if key == "number of ports" else value, number, line)
+    for ca in cas:
+        if not ca["ports"]:
+            errors.append("CA '%s' lists no port (no 'Port <n>:' block): the output is cut or the device is gone"
+                          % ca["name"])
     if not cas and not errors:
         raise ParseError(COMMAND, "no \"CA '<name>'\" block found")
     if not cas and not any(_looks_like_tool_message(line) for line in errors):

@@ -12,7 +12,12 @@ from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import (
     normalize_port_state,
     parse_rate_gbps,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError, clean_lines
+from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import (
+    FieldsOnce,
+    ParseError,
+    clean_lines,
+    describe_line,
+)
 
 COMMAND = "ibv_devinfo"
 
@@ -81,7 +86,8 @@ def parse_ibv_devinfo(text):
 
     Returns {"devices": [{name, transport, fw_ver, node_guid, vendor_part_id, board_id, phys_port_cnt,
     ports: [{port, state, physical_state, max_mtu, active_mtu, link_layer, active_width, active_speed,
-    rate_gbps, gids: [{index, gid, type}]}]}], "errors": [lines]}. Width, speed, physical state and
+    rate_gbps, gids: [{index, gid, type}]}]}], "errors": [lines]}; errors holds the tool's failure lines
+    and a sentence for each device that lists no port. Width, speed, physical state and
     GIDs are only printed with -v; without it they are None or empty. Both the TAB-indented layout of
     old libibverbs and the space-aligned one of rdma-core are read.
     """
@@ -90,7 +96,8 @@ def parse_ibv_devinfo(text):
     errors = []
     device = None
     port = None
-    for line in lines:
+    fields = FieldsOnce(COMMAND, "an 'hca_id:' or 'port:' line")
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         match = _HCA.match(line)
@@ -107,6 +114,9 @@ def parse_ibv_devinfo(text):
         match = _PORT.match(line)
         if match:
             port = _new_port(int(match.group(1)))
+            if any(known["port"] == port["port"] for known in device["ports"]):
+                raise ParseError(COMMAND, "%s: hca_id %s lists port %d twice; an 'hca_id:' line is missing before it"
+                                 % (describe_line(number, line), device["name"], port["port"]))
             device["ports"].append(port)
             continue
         if port is not None:
@@ -119,15 +129,22 @@ def parse_ibv_devinfo(text):
         if not match:
             continue  # capability flag lists and free text of -v
         key, value = match.group(1), match.group(2)
+        if port is None and key in _PORT_FIELDS:
+            raise ParseError(COMMAND, "%s: %r outside any port block of %s; a 'port:' line is missing before it"
+                             % (describe_line(number, line), key, device["name"]))
         if port is not None and key in _PORT_FIELDS:
             name, convert = _PORT_FIELDS[key]
-            port[name] = convert(value)
+            fields.set(port, name, convert(value), number, line)
         elif port is None and key in _DEVICE_FIELDS:
             name, convert = _DEVICE_FIELDS[key]
-            device[name] = convert(value)
+            fields.set(device, name, convert(value), number, line)
     for device in devices:
         for port in device["ports"]:
             port["rate_gbps"] = _port_rate(port)
+    for device in devices:
+        if not device["ports"]:
+            errors.append("hca_id %s lists no port (no 'port: <n>' block): the output is cut or the device is gone"
+                          % device["name"])
     if not devices and not errors:
         raise ParseError(COMMAND, "no 'hca_id:' block found")
     if not devices and not any(("device" in line.lower() or "fail" in line.lower()) for line in errors):

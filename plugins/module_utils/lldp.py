@@ -158,12 +158,12 @@ def _interfaces(lldp):
                     yield name, body
 
 
-def parse_lldp(data):
-    """Parse `lldpctl -f json` or `-f json0` output (text, or the already decoded object).
+def parse_lldp_neighbors(data):
+    """Parse `lldpctl -f json` or `-f json0` output and say what it lacks.
 
-    Returns one dict per neighbour, in the order lldpd printed them: local_interface, chassis_name
-    (None when the neighbour sends no system name), chassis_id, chassis_id_type, chassis_descr,
-    mgmt_ip (preferred address), mgmt_ips, port_id, port_id_type, port_descr, ttl, vlans, via.
+    Returns {"neighbors": [as parse_lldp], "errors": [sentences]}: errors says when lldpd lists no
+    neighbour at all, and names each neighbour that lacks a chassis id or port id (mandatory in every
+    LLDPDU, so their absence means a damaged output).
     """
     if isinstance(data, (bytes, bytearray)):
         data = data.decode("utf-8", errors="replace")
@@ -178,7 +178,26 @@ def parse_lldp(data):
                              % (exc, first)) from None
     if not isinstance(data, dict) or "lldp" not in data:
         raise ParseError(COMMAND, "the JSON has no top-level 'lldp' key")
-    return [_neighbor(name, body) for name, body in _interfaces(data["lldp"])]
+    neighbors = [_neighbor(name, body) for name, body in _interfaces(data["lldp"])]
+    errors = []
+    if not neighbors:
+        errors.append("lldpd lists no neighbour on any interface (no LLDP frame received, or lldpd just started)")
+    for neighbor in neighbors:
+        missing = [what for what, key in (("chassis id", "chassis_id"), ("port id", "port_id")) if not neighbor[key]]
+        if missing:
+            errors.append("interface %s: the neighbour has no %s" % (neighbor["local_interface"], " and no ".join(missing)))
+    return {"neighbors": neighbors, "errors": errors}
+
+
+def parse_lldp(data):
+    """Parse `lldpctl -f json` or `-f json0` output (text, or the already decoded object).
+
+    Returns one dict per neighbour, in the order lldpd printed them: local_interface, chassis_name
+    (None when the neighbour sends no system name), chassis_id, chassis_id_type, chassis_descr,
+    mgmt_ip (preferred address), mgmt_ips, port_id, port_id_type, port_descr, ttl, vlans, via.
+    An empty list means no neighbour; parse_lldp_neighbors says so in its errors.
+    """
+    return parse_lldp_neighbors(data)["neighbors"]
 
 
 def neighbors_by_interface(neighbors):

@@ -34,8 +34,9 @@ _PARAMETER_VALUES = {
     "warmup_iters": re.compile(r"\bwarmup iters:\s*(\d+)"),
     "iters": re.compile(r"(?<!warmup )(?<!agg )\biters:\s*(\d+)"),
 }
+# nccl-tests before the Group field (added with ncclGroup support in 2.x) printed no "Group <n>".
 _RANK = re.compile(
-    r"^#\s*Rank\s+(?P<rank>\d+)\s+Group\s+\d+\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+"
+    r"^#\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+"
     r"device\s+(?P<device>\d+)\s+\[(?P<bus_id>[^\]]*)\]\s*(?P<model>.*)$"
 )
 _TEST_NAME = re.compile(r"^#\s*Collective test starting:\s*(?P<name>\S+)")
@@ -56,6 +57,12 @@ class _Table:
             raise ParseError(COMMAND, "results header %r lacks the column(s) %s" % (header.strip(), ", ".join(missing)))
         # Groups start at each "time": the first is out-of-place, the second in-place.
         self.groups = [index for index, name in enumerate(self.columns) if name == "time"]
+
+    def looks_like_row(self, line):
+        """A line starting with a size and holding half the columns or more, such as a row with a cell lost or
+        two cells run together; NCCL_DEBUG lines between rows start with the host name."""
+        values = line.split()
+        return bool(values) and values[0].isdigit() and len(values) >= len(self.columns) // 2
 
     def parse_row(self, line):
         values = line.split()
@@ -100,7 +107,8 @@ def parse_nccl_tests(text):
       test: the benchmark name when printed ("# Collective test starting: gather_perf"), else None.
       parameters: {n_threads, n_gpus, min_bytes, max_bytes, warmup_iters, iters} from the
         "# nThread" line, None where absent.
-      ranks: [{rank, pid, host, device, bus_id, model}] from "# Using devices".
+      ranks: [{rank, group, pid, host, device, bus_id, model}] from "# Using devices"; group is None
+        in the layout of nccl-tests before the Group field.
       rows: [{size_bytes, count, type, redop, root, out_of_place: {time_us, algbw, busbw,
         wrong, max_error}, in_place: {...}}]; algbw and busbw in GB/s as printed; ``wrong``
         is the #wrong count (None for N/A or the old layout), ``max_error`` the old layout's
@@ -113,6 +121,8 @@ def parse_nccl_tests(text):
       error: None, or why the run failed: the test's failure lines (CUDA/NCCL failures),
         out-of-bounds values reported as FAILED or counted in #wrong, a run that printed no
         results, or one that stopped before its "# Avg bus bandwidth" summary.
+      errors: what the parser could not read: a results table with no row, results without any
+        rank line, a line that looks like a results row but does not fit the header (named by number).
 
     Raises ParseError when text is not nccl-tests output.
     """
@@ -126,13 +136,15 @@ def parse_nccl_tests(text):
         "busbw_max": None,
         "wrong": None,
         "error": None,
+        "errors": [],
     }
     failures = []
     table = None
     recognized = False
     out_of_bounds = None
 
-    for line in lines:
+    errors = []
+    for number, line in enumerate(lines, start=1):
         stripped = line.strip()
         if not stripped:
             continue
@@ -170,6 +182,7 @@ def parse_nccl_tests(text):
                 "device": int(match.group("device")),
                 "bus_id": match.group("bus_id"),
                 "model": match.group("model").strip() or None,
+                "group": int(match.group("group")) if match.group("group") is not None else None,
             })
             recognized = True
             continue
@@ -185,6 +198,9 @@ def parse_nccl_tests(text):
             row = table.parse_row(stripped)
             if row is not None:
                 result["rows"].append(row)
+            elif table.looks_like_row(stripped):
+                errors.append("line %d (%s): a results row that does not fit the header's %d columns is not read"
+                              % (number, stripped[:120], len(table.columns)))
 
     if not recognized:
         raise ParseError(COMMAND, "no results table, '# nThread' header, '# Avg bus bandwidth' or test failure found")
@@ -204,4 +220,10 @@ def parse_nccl_tests(text):
     elif not failures and result["avg_bus_bandwidth"] is None:
         failures.append("nccl-tests stopped before printing '# Avg bus bandwidth' (the run did not finish)")
     result["error"] = "; ".join(failures) if failures else None
+    if table is not None and not result["rows"]:
+        errors.append("the results table has no row")
+    if result["rows"] and not result["ranks"]:
+        errors.append("the results table has no rank line ('#  Rank  0 Group  0 Pid ... device ...') before it: "
+                      "the GPUs of the run are unknown")
+    result["errors"] = errors
     return result

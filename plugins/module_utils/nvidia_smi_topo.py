@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError, clean_lines
+from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError, clean_lines, describe_line
 
 COMMAND = "nvidia-smi topo -m"
 QUERY_COMMAND = "nvidia-smi --query-gpu=index,name,pci.bus_id --format=csv,noheader"
@@ -24,6 +24,21 @@ _GPU_NAME = re.compile(r"^GPU(\d+)$")
 _NIC_ALIAS = re.compile(r"^NIC\d+$")
 _LEGEND_ENTRY = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 _INT = re.compile(r"^\d+$")
+_TOKEN = re.compile(r"\S+")
+# Codes nvidia-smi prints today and before driver 384; NV# is matched apart. A cell that is none of these
+# but reads as several of them written without a separator is split (see _split_run_together).
+KNOWN_LINK_CODES = ("X", "SYS", "NODE", "PHB", "PXB", "PIX", "SOC", "CPU")
+_NV_PREFIX = re.compile(r"NV\d+")
+_CPU_LIST = re.compile(r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*")
+# Shapes of the known trailing columns; a value of another shape means the row was misread.
+_ATTRIBUTE_SHAPES = {
+    "CPU Affinity": lambda value: value in ("", "N/A") or bool(_CPU_LIST.fullmatch(value)),
+    "NUMA Affinity": lambda value: value == "N/A" or bool(_CPU_LIST.fullmatch(value)),
+    "GPU NUMA ID": lambda value: value == "N/A" or bool(_INT.match(value)),
+}
+# How far right of its header a CPU Affinity value may start (link codes are centred, " X ").
+_CPU_AFFINITY_SLACK = 2
+_TAB_WIDTH = 8
 
 
 def _header_cells(line):
@@ -38,7 +53,7 @@ def _find_header(lines):
             if len(cells) > 1 and cells[1] == "X":
                 raise ParseError(COMMAND, "the matrix has no header row naming its columns")
             return position, cells
-    raise ParseError(COMMAND, "no header row naming GPU0 ... was found")
+    return None, None
 
 
 def _int_or_none(value):
@@ -50,28 +65,129 @@ def link_rank(code):
     return LINK_RANK.get(code)
 
 
+def _is_known_code(code):
+    return code in KNOWN_LINK_CODES or bool(_NVLINK.match(code))
+
+
+def _split_run_together(cell):
+    """Every way of reading cell as known link codes printed without a separator (PXBNODE, SYSSYS).
+
+    Returns at most two readings: one means the split is unambiguous, two that it is not.
+    """
+    readings = []
+
+    def walk(rest, parts):
+        if len(readings) > 1:
+            return
+        if not rest:
+            readings.append(parts)
+            return
+        for code in KNOWN_LINK_CODES:
+            if rest.startswith(code):
+                walk(rest[len(code):], parts + [code])
+        match = _NV_PREFIX.match(rest)
+        if match:
+            # NV12NODE is NV12 + NODE; NV1 + 2NODE cannot be a code: try every digit count.
+            for end in range(3, match.end() + 1):
+                walk(rest[end:], parts + [rest[:end]])
+
+    walk(cell, [])
+    return readings
+
+
+def _link_cells(label, number, line, tokens, devices):
+    """The link codes of one row, run-together cells split; raises ParseError naming the line."""
+    codes = []
+    for text, unused_start in tokens:
+        if not _LINK_CODE.match(text):
+            break
+        codes.append(text)
+    if len(codes) >= len(devices):
+        return codes[:len(devices)], tokens[len(devices):]
+    missing = len(devices) - len(codes)
+    split = []
+    for code in codes:
+        readings = [] if _is_known_code(code) else _split_run_together(code)
+        if len(readings) > 1:
+            raise ParseError(COMMAND, "%s: row %s holds %r, which reads as link codes in more than one way"
+                             % (describe_line(number, line), label, code))
+        split.extend(readings[0] if readings and len(readings[0]) > 1 else [code])
+    if len(split) == len(devices):
+        return split, tokens[len(codes):]
+    if len(codes) < len(tokens):
+        raise ParseError(COMMAND, "%s: row %s holds %r where a link code (X, NV#, PIX, PXB, PHB, NODE, SYS) "
+                         "belongs" % (describe_line(number, line), label, tokens[len(codes)][0]))
+    raise ParseError(COMMAND, "%s: row %s has %d link cells, the header has %d devices (%d missing and no "
+                     "cell splits into that many link codes)"
+                     % (describe_line(number, line), label, len(codes), len(devices), missing))
+
+
+def _attribute_cells(label, number, line, rest, attributes, cpu_start):
+    """Map the cells right of the matrix to the attribute columns.
+
+    An empty CPU Affinity (a cgroup granting no CPU of the GPU's NUMA node) prints nothing but
+    padding. The CPU Affinity value starts under its header; NUMA Affinity and the later values
+    follow at tab stops that do not line up with their headers, so only that first position is used.
+    """
+    texts = [text for text, unused_start in rest]
+    if not texts:
+        return {}
+    if len(texts) >= len(attributes):
+        # Values past the named columns (none seen so far) are ignored, as before.
+        values = dict(zip(attributes, texts))
+    elif (len(texts) == len(attributes) - 1 and attributes[0] == "CPU Affinity" and cpu_start is not None
+          and rest[0][1] > cpu_start + _CPU_AFFINITY_SLACK):
+        values = dict(zip(attributes[1:], texts))
+        values["CPU Affinity"] = ""
+    else:
+        raise ParseError(COMMAND, "%s: row %s has %d values for the %d columns %s and the blank one is not "
+                         "the CPU Affinity: cannot tell which value is missing"
+                         % (describe_line(number, line), label, len(texts), len(attributes), ", ".join(attributes)))
+    for column, value in values.items():
+        shape = _ATTRIBUTE_SHAPES.get(column)
+        if shape is not None and not shape(value):
+            raise ParseError(COMMAND, "%s: row %s holds %r under %s, which is no value of that column"
+                             % (describe_line(number, line), label, value, column))
+    return values
+
+
+def _empty_result(errors):
+    return {"gpus": [], "nics": [], "matrix": {}, "nearest_nics": {}, "nearest_link": {}, "nvlinks": {},
+            "attribute_columns": [], "legend_found": False, "errors": errors}
+
+
 def parse_nvidia_smi_topo(text):
     """Parse `nvidia-smi topo -m`.
 
     Returns gpus (name, index, cpu_affinity, numa_affinity, gpu_numa_id), nics (name, device), the full
     link matrix {row: {column: code}}, nvlinks {GPU: {peer GPU: number of links}}, nearest_nics
-    {GPU: [device names with its best link]} and nearest_link {GPU: that link code}, and legend_found.
+    {GPU: [device names with its best link]} and nearest_link {GPU: that link code}, legend_found, and
+    errors: why the output holds no GPU ("No devices were found"), empty otherwise.
     Accepts both layouts: the NIC# columns with a "NIC Legend", and the older layout naming the
-    RDMA devices (mlx5_N) directly in the header.
+    RDMA devices (mlx5_N) directly in the header; TAB or space separated; an empty CPU Affinity cell;
+    link cells printed without a separator (PXBNODE) when they split one way only.
     """
     lines = clean_lines(text, COMMAND)
     header_at, header = _find_header(lines)
+    if header is None:
+        said = [line.strip() for line in lines if line.strip()]
+        if said and "no devices were found" in said[0].lower():
+            return _empty_result(["nvidia-smi listed no GPU: %s" % said[0][:160]])
+        raise ParseError(COMMAND, "no header row naming GPU0 ... was found")
+    header_line = lines[header_at].expandtabs(_TAB_WIDTH)
+    cpu_start = header_line.find("CPU Affinity")
+    cpu_start = cpu_start if cpu_start >= 0 else None
 
     # Row labels, read up to the first blank line or legend: they tell matrix columns from the
     # trailing attribute columns (CPU Affinity, NUMA Affinity, GPU NUMA ID and any newer ones).
     rows = []
-    for line in lines[header_at + 1:]:
+    for number, line in enumerate(lines[header_at + 1:], start=header_at + 2):
         if not line.strip() or line.strip().startswith("Legend"):
             break
-        rows.append(line)
+        rows.append((number, line))
     if not rows:
         raise ParseError(COMMAND, "the header is not followed by any matrix row")
-    row_labels = [row.split()[0] for row in rows]
+    row_labels = [line.split()[0] for unused_number, line in rows]
     devices = []
     for cell in header:
         if " " in cell or cell not in row_labels:
@@ -83,22 +199,13 @@ def parse_nvidia_smi_topo(text):
 
     matrix = {}
     extra = {}
-    for row, label in zip(rows, row_labels):
+    for (number, row), label in zip(rows, row_labels):
         if label not in devices:
-            raise ParseError(COMMAND, "row %r is not a column of the header" % label)
-        tokens = row.split()[1:]
-        if len(tokens) < len(devices):
-            raise ParseError(COMMAND, "row %s has %d link cells, the header has %d devices"
-                             % (label, len(tokens), len(devices)))
-        codes = tokens[:len(devices)]
-        for code in codes:
-            if not _LINK_CODE.match(code):
-                raise ParseError(COMMAND, "row %s holds %r where a link code (X, NV#, PIX, PXB, PHB, NODE, SYS) "
-                                 "belongs" % (label, code))
+            raise ParseError(COMMAND, "%s: row %r is not a column of the header" % (describe_line(number, row), label))
+        tokens = [(match.group(), match.start()) for match in _TOKEN.finditer(row.expandtabs(_TAB_WIDTH))][1:]
+        codes, rest = _link_cells(label, number, row, tokens, devices)
         matrix[label] = dict(zip(devices, codes))
-        # Non-empty trailing cells map to the attribute columns in order; an empty CPU Affinity
-        # would shift them, so values are checked for shape below.
-        extra[label] = dict(zip(attributes, tokens[len(devices):]))
+        extra[label] = _attribute_cells(label, number, row, rest, attributes, cpu_start) if _GPU_NAME.match(label) else {}
 
     legend = {}
     for line in lines:
@@ -157,6 +264,7 @@ def parse_nvidia_smi_topo(text):
         "nvlinks": nvlinks,
         "attribute_columns": attributes,
         "legend_found": bool(legend) or not any(_NIC_ALIAS.match(nic["name"]) for nic in nics),
+        "errors": [],
     }
 
 

@@ -35,3 +35,29 @@ def clean_lines(text, command):
     if not any(lines):
         raise ParseError(command, "the output is empty")
     return lines
+
+
+def describe_line(number, line):
+    """'line 12 (MII Status: up)': how parsers name the line they refuse."""
+    return "line %d (%s)" % (number, line.strip()[:100])
+
+
+class FieldsOnce:
+    """Stores each field of a block once.
+
+    Outputs made of blocks (a CA and its ports, a bond's slaves) name a block once, then list its fields.
+    When a block's header line is lost, the next block's fields would silently overwrite the previous
+    block's: a field seen twice in one block is refused instead, naming the line and the lost header.
+    """
+
+    def __init__(self, command, missing_header):
+        self.command = command
+        self.missing_header = missing_header
+        self._seen = set()
+
+    def set(self, block, name, value, number, line):
+        if (id(block), name) in self._seen:
+            raise ParseError(self.command, "%s: a second %r in the same block; %s is missing before it"
+                             % (describe_line(number, line), name, self.missing_header))
+        self._seen.add((id(block), name))
+        block[name] = value

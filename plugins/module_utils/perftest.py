@@ -56,6 +56,7 @@ _ERROR_LINE = re.compile(
     re.IGNORECASE,
 )
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
+_NUMERIC = re.compile(r"^[-+]?\d[-+\d.eE]*$")
 
 # Latency column name (before its "[unit]") -> row key stem.
 _LATENCY_COLUMNS = {
@@ -188,6 +189,8 @@ def parse_perftest(text):
       warnings: lines printed inside the results table that are not rows.
       error: None, or the tool's own error lines joined with "; " when the run failed
         (rows printed before the failure are kept).
+      errors: what the parser could not read: a results table without rows, a client output that
+        ends before its table, a line of numbers that does not fit the header (named by number).
 
     Raises ParseError when text is not perftest output or a header has an unknown unit.
     """
@@ -211,13 +214,16 @@ def parse_perftest(text):
         "t_typical_us_min": None,
         "warnings": [],
         "error": None,
+        "errors": [],
     }
     errors = []
+    unread = []
+    table_seen = False
     table = None
     in_parameters = False
     recognized = False
 
-    for line in lines:
+    for number, line in enumerate(lines, start=1):
         stripped = line.strip()
         if not stripped:
             continue
@@ -237,6 +243,7 @@ def parse_perftest(text):
             continue
         if stripped.startswith("#bytes"):
             table = _Table(stripped)
+            table_seen = True
             result["kind"] = table.kind
             result["bandwidth_unit"] = table.bandwidth_unit or result["bandwidth_unit"]
             in_parameters = False
@@ -257,6 +264,11 @@ def parse_perftest(text):
                 continue
             if _ERROR_LINE.search(stripped):
                 errors.append(stripped)
+            elif not errors and all(_NUMERIC.match(value) for value in stripped.split()):
+                # Numbers only, but not as many as the header has columns or two run together: a row
+                # with a lost cell, whose values cannot be placed.
+                unread.append("line %d (%s): a results row that does not fit the header's %d columns is not read"
+                              % (number, stripped[:120], len(table.columns)))
             else:
                 result["warnings"].append(stripped)
             continue
@@ -284,4 +296,12 @@ def parse_perftest(text):
     typicals = [row["t_typical_us"] for row in result["rows"] if row.get("t_typical_us") is not None]
     result["t_typical_us_min"] = min(typicals) if typicals else None
     result["error"] = "; ".join(errors) if errors else None
+    if not errors:
+        if table_seen and not result["rows"]:
+            unread.append("the results table has no row")
+        elif not table_seen and result["side"] == "server":
+            unread.append("the server side printed no results (it was still waiting for a client)")
+        elif result["test"] is not None and not table_seen:
+            unread.append("the output ends before the results table (no '#bytes' header)")
+    result["errors"] = unread
     return result

@@ -18,7 +18,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils import sysfs as sys
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
 from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import parse_ibstat
 from ansible_collections.gpufabric.core.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo, roce_v2_gid_index
-from ansible_collections.gpufabric.core.plugins.module_utils.lldp import neighbors_by_interface, parse_lldp
+from ansible_collections.gpufabric.core.plugins.module_utils.lldp import neighbors_by_interface, parse_lldp_neighbors
 from ansible_collections.gpufabric.core.plugins.module_utils.nvidia_smi_topo import (
     parse_nvidia_smi_query_gpu,
     parse_nvidia_smi_topo,
@@ -114,8 +114,8 @@ def _gpus(sources, sysfs, findings, reasons):
         _finding(findings, "warning", "no_nic_legend",
                  "nvidia-smi topo -m printed no NIC Legend: %s cannot be matched to RDMA device names"
                  % ", ".join(nic["name"] for nic in topo["nics"]))
-    return {"available": bool(devices), "reason": None if devices else "nvidia-smi listed no GPU",
-            "devices": devices}
+    said = (topo or {}).get("errors") or ["nvidia-smi listed no GPU"]
+    return {"available": bool(devices), "reason": None if devices else said[0], "devices": devices}
 
 
 def _port_template(number):
@@ -238,10 +238,12 @@ def _lldp(sources, findings, reasons):
     if not text:
         return {"available": False, "reason": reasons.get("lldpctl") or "no lldpctl output was available",
                 "neighbors": []}
-    neighbors = _parse(parse_lldp, text, "lldpctl", findings, reasons)
-    if neighbors is None:
+    parsed = _parse(parse_lldp_neighbors, text, "lldpctl", findings, reasons)
+    if parsed is None:
         return {"available": False, "reason": reasons["lldpctl"], "neighbors": []}
-    return {"available": True, "reason": None, "neighbors": neighbors}
+    for error in parsed["errors"]:
+        _finding(findings, "warning", "lldp_incomplete", "lldpctl: %s" % error)
+    return {"available": True, "reason": None, "neighbors": parsed["neighbors"]}
 
 
 def _rails(gpus, rdma, lldp, interfaces, findings):

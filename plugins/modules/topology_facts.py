@@ -158,7 +158,10 @@ ansible_facts:
           type: dict
           sample: {bond0: {mode: 802.3ad, lacp_rate: fast, healthy: true, problems: []}}
         lldp:
-          description: C(available), C(reason) when not, and C(neighbors) as P(gpufabric.core.parse_lldp#filter) returns them.
+          description:
+            - C(available), C(reason) when not, and C(neighbors) as P(gpufabric.core.parse_lldp#filter) returns them.
+            - An output without neighbour, or with one lacking its chassis or port id, adds an C(lldp_incomplete)
+              warning to C(findings).
           type: dict
           sample: {available: false, reason: "lldpctl not found in PATH (install and start lldpd)", neighbors: []}
         rails:

@@ -60,6 +60,7 @@ def test_parse_bonding_fixture(name):
     assert bond["healthy"] is expected["healthy"]
     assert bond["healthy"] is (bond["problems"] == [])
     assert bond["mode_description"] == "IEEE 802.3ad Dynamic link aggregation"
+    assert bond["mode_suffixes"] == [] and bond["errors"] == []
     assert bond["driver_version"] == "v3.7.1 (April 27, 2011)"
 
 
@@ -123,7 +124,76 @@ def test_other_modes_are_named_and_skip_lacp_checks():
 def test_crlf_and_unknown_mode_description_are_kept():
     text = read_fixture(FOLDER + "/" + HEALTHY).replace("\n", "\r\n").replace(
         "IEEE 802.3ad Dynamic link aggregation", "some future mode")
-    assert parse_bonding(text)["mode"] == "some future mode"
+    bond = parse_bonding(text)
+    assert bond["mode"] == "some future mode"
+    assert bond["errors"] == ["unknown bonding mode 'some future mode': the mode is returned as printed"]
+
+
+def _fail_over_mac_bond():
+    # Derived from the cx6dx capture: its Bonding Mode line is replaced by the one the kernel prints for an
+    # active-backup bond with fail_over_mac=active (bond_procfs.c appends " (fail_over_mac <policy>)" when the
+    # policy is not none). The 802.3ad blocks of the capture stay as they are: only the mode line is under test.
+    return read_fixture(FOLDER + "/" + CX6DX).replace(
+        "Bonding Mode: IEEE 802.3ad Dynamic link aggregation",
+        "Bonding Mode: fault-tolerance (active-backup) (fail_over_mac active)")
+
+
+def test_mode_suffix_fail_over_mac_is_read_apart_from_the_mode():
+    bond = parse_bonding(_fail_over_mac_bond())
+    assert bond["mode"] == "active-backup"
+    assert bond["mode_description"] == "fault-tolerance (active-backup)"
+    assert bond["mode_suffixes"] == ["fail_over_mac active"]
+    assert bond["fail_over_mac"] == "active"
+    assert bond["errors"] == []
+
+
+def test_active_backup_without_suffix_means_fail_over_mac_none():
+    text = read_fixture(FOLDER + "/" + CX6DX).replace(
+        "IEEE 802.3ad Dynamic link aggregation", "fault-tolerance (active-backup)")
+    assert parse_bonding(text)["fail_over_mac"] == "none"
+    assert _bond(CX6DX)["fail_over_mac"] is None  # only active-backup has the option
+
+
+def test_bond_verify_compares_the_mode_name_not_the_suffixed_description():
+    from ansible_collections.gpufabric.core.plugins.filter.bond_verify import FilterModule
+    from ansible_collections.gpufabric.core.plugins.module_utils.bonding_config import normalize
+
+    expected = normalize(bonds=[{"name": "bond0", "members": ["enp1s0f0", "enp1s0f1"], "mode": "active-backup"}])["bonds"][0]
+    problems = FilterModule().filters()["bond_verify"](_fail_over_mac_bond(), expected)
+    assert not [problem for problem in problems if "mode" in problem], problems
+
+
+def test_unknown_later_suffix_keeps_the_mode():
+    # Derived from the healthy capture: a "(xyz on)" group appended to its mode line, as a later kernel might.
+    text = read_fixture(FOLDER + "/" + HEALTHY).replace(
+        "IEEE 802.3ad Dynamic link aggregation", "IEEE 802.3ad Dynamic link aggregation (xyz on)")
+    bond = parse_bonding(text)
+    assert (bond["mode"], bond["mode_suffixes"], bond["fail_over_mac"]) == ("802.3ad", ["xyz on"], None)
+    assert bond["healthy"] is True
+
+
+def test_missing_slave_interface_line_is_refused_instead_of_mixing_slaves():
+    # Derived from the cx6dx capture: the "Slave Interface: enp1s0f1" line is deleted, so the second slave's
+    # fields would overwrite the first one's.
+    text = read_fixture(FOLDER + "/" + CX6DX).replace("Slave Interface: enp1s0f1\n", "")
+    with pytest.raises(ParseError, match=r"line \d+ \(MII Status: up\): a second 'mii_status' in the same block"):
+        parse_bonding(text)
+
+
+def test_bond_without_slaves_says_so_in_errors():
+    # Derived from the healthy capture: everything from the first "Slave Interface:" on is cut, as the kernel
+    # prints a bond whose slaves were all released.
+    text = read_fixture(FOLDER + "/" + HEALTHY).split("\nSlave Interface:")[0]
+    bond = parse_bonding(text)
+    assert bond["slaves"] == []
+    assert bond["errors"] == ["no 'Slave Interface:' section: the bond lists no slave"]
+    assert "the bond has no slave interfaces" in bond["problems"]
+
+
+def test_empty_mode_line_is_refused():
+    text = read_fixture(FOLDER + "/" + HEALTHY).replace("IEEE 802.3ad Dynamic link aggregation", "")
+    with pytest.raises(ParseError, match="names no mode"):
+        parse_bonding(text)
 
 
 @pytest.mark.parametrize("garbage", ["hello", "Slave Interface: eth0\nMII Status: up"])

@@ -148,3 +148,31 @@ def test_physical_state_spellings_of_every_source_agree(raw, expected):
 ])
 def test_rate_units(raw, expected):
     assert parse_rate_gbps(raw) == expected
+
+
+def test_ca_without_port_block_says_so_in_errors():
+    # Derived from the l2fwd capture: the output is cut after mlx5_1's "Node GUID" line, before its "Port 1:"
+    # block, as an ibstat killed by a timeout leaves it.
+    text = read_fixture(FOLDER + "/l2fwd-nv-6-ibstat-cx6dx-2port-roce-100g.txt")
+    second = text.index("CA 'mlx5_1'")
+    text = text[:second] + text[second:text.index("Port 1:", second)]
+    parsed = parse_ibstat(text)
+    assert [ca["name"] for ca in parsed["cas"]] == ["mlx5_0", "mlx5_1"]
+    assert parsed["cas"][0]["ports"][0]["state"] == "ACTIVE"
+    assert parsed["errors"] == ["CA 'mlx5_1' lists no port (no 'Port <n>:' block): the output is cut or the "
+                                "device is gone"]
+
+
+def test_lost_ca_header_is_refused_instead_of_mixing_two_cas():
+    # Derived from the l2fwd capture: the "CA 'mlx5_1'" line is deleted, so mlx5_1's fields and port would land
+    # in mlx5_0.
+    text = read_fixture(FOLDER + "/l2fwd-nv-6-ibstat-cx6dx-2port-roce-100g.txt").replace("CA 'mlx5_1'\n", "", 1)
+    with pytest.raises(ParseError, match=r"line 18 \(CA type: MT4125\): a second 'ca_type' in the same block"):
+        parse_ibstat(text)
+
+
+def test_lost_port_header_is_refused():
+    # Derived from the l2fwd capture: mlx5_0's "Port 1:" line is deleted; its State would have no port.
+    text = read_fixture(FOLDER + "/l2fwd-nv-6-ibstat-cx6dx-2port-roce-100g.txt").replace("        Port 1:\n", "", 1)
+    with pytest.raises(ParseError, match=r"line 8 \(State: Active\): 'State' outside any port block of CA 'mlx5_0'"):
+        parse_ibstat(text)

@@ -98,3 +98,20 @@ def test_no_device_message_is_an_error_line_not_a_failure():
 def test_garbage_raises_a_clear_parse_error(garbage):
     with pytest.raises(ParseError, match=r"cannot parse `ibv_devinfo` output: no 'hca_id:' block"):
         parse_ibv_devinfo(garbage)
+
+
+def test_device_without_port_block_says_so_in_errors():
+    # Derived from the Puget capture: cut before its "port:   1" line.
+    text = read_fixture(FOLDER + "/puget-wrx90-ibv_devinfo-cx7-eth.txt")
+    parsed = parse_ibv_devinfo(text[:text.index("port:")])
+    assert parsed["devices"][0]["name"] == "mlx5_0" and parsed["devices"][0]["ports"] == []
+    assert parsed["errors"] == ["hca_id mlx5_0 lists no port (no 'port: <n>' block): the output is cut or the "
+                                "device is gone"]
+
+
+def test_lost_port_header_is_refused_instead_of_mixing_two_ports():
+    # Derived from the heioy capture (two ports, TAB layout): the "port:\t2" line is deleted, so port 2's fields
+    # would overwrite port 1's.
+    text = read_fixture(FOLDER + "/heioy-ibv_devinfo-2x-cx3-ib-old-tab-format.txt").replace("\t\tport:\t2\n", "", 1)
+    with pytest.raises(ParseError, match=r"line 21 \(state:\s+PORT_DOWN \(1\)\): a second 'state' in the same block"):
+        parse_ibv_devinfo(text)

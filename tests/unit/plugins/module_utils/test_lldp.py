@@ -18,7 +18,13 @@ from fixture_data import fixture_names, read_fixture
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufabric.core.plugins.module_utils.lldp import neighbors_by_interface, parse_lldp
+from ansible_collections.gpufabric.core.plugins.filter.parse_lldp import FilterModule
+from ansible_collections.gpufabric.core.plugins.module_utils.lldp import (
+    neighbors_by_interface,
+    parse_lldp,
+    parse_lldp_neighbors,
+)
+from ansible_collections.gpufabric.core.plugins.module_utils.topology import build_topology
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
 
 FOLDER = "lldp"
@@ -393,6 +399,27 @@ def test_chassis_without_a_system_name_gives_null_name():
 @pytest.mark.parametrize("text", [LLDPD_1_0_16_JSON_NO_NEIGHBOUR, LLDPD_1_0_16_JSON0_NO_NEIGHBOUR])
 def test_no_neighbour_gives_an_empty_list(text):
     assert parse_lldp(text) == []
+
+
+@pytest.mark.parametrize("text", [LLDPD_1_0_16_JSON_NO_NEIGHBOUR, LLDPD_1_0_16_JSON0_NO_NEIGHBOUR])
+def test_no_neighbour_is_said_in_errors_filter_and_topology(text):
+    said = "lldpd lists no neighbour on any interface (no LLDP frame received, or lldpd just started)"
+    assert parse_lldp_neighbors(text) == {"neighbors": [], "errors": [said]}
+    assert FilterModule().filters()["parse_lldp"](text, with_errors=True)["errors"] == [said]
+    assert FilterModule().filters()["parse_lldp"](text) == []
+    findings = build_topology({"lldpctl": text})["findings"]
+    assert {"severity": "warning", "kind": "lldp_incomplete", "message": "lldpctl: " + said} in findings
+
+
+def test_real_captures_have_no_errors_and_a_lost_port_id_is_named():
+    for name in sorted(EXPECTED):
+        assert parse_lldp_neighbors(read_fixture("%s/%s" % (FOLDER, name)))["errors"] == [], name
+    # Derived from the SONiC capture: the first neighbour's port "id" object is deleted.
+    decoded = json.loads(read_fixture(FOLDER + "/unifabric-json0-gpu-rails-sonic-leaves.txt"))
+    first = decoded["lldp"][0]["interface"][0]
+    del first["port"][0]["id"]
+    parsed = parse_lldp_neighbors(decoded)
+    assert parsed["errors"] == ["interface %s: the neighbour has no port id" % first["name"]]
 
 
 @pytest.mark.parametrize("garbage, message", [

@@ -75,8 +75,52 @@ def test_old_format_4node_values():
     assert last["out_of_place"]["time_us"] == 43557.0 and last["out_of_place"]["busbw"] == 191.05
     assert last["in_place"]["busbw"] == 191.56
     assert result["busbw_max"] == 191.56
-    # The old layout has no "# nThread" or "# Using devices" header.
+    # The old layout has no "# nThread" header; this excerpt of the DeepOps docs has no "# Using devices" block.
     assert result["ranks"] == [] and result["parameters"]["n_gpus"] is None
+    assert result["errors"] == ["the results table has no rank line ('#  Rank  0 Group  0 Pid ... device ...') "
+                                "before it: the GPUs of the run are unknown"]
+
+
+def test_rank_lines_without_group_field_of_older_nccl_tests():
+    # Derived from the MOC H100 capture: "Group  0 " is deleted from both rank lines, which is how nccl-tests
+    # printed them before the Group field existed ("#   Rank  0 Pid <pid> on <host> device  0 [<bus>] <model>").
+    # Before, the rank regex required Group and every rank was dropped without a word.
+    text = read_fixture("nccl_tests/moc-h100-roce-2node-allreduce.txt")
+    assert text.count("Group  0 Pid") == 2
+    result = parse_nccl_tests(text.replace("Group  0 Pid", "Pid"))
+    original = _parse("nccl_tests/moc-h100-roce-2node-allreduce.txt")
+    assert result["ranks"] == [dict(rank, group=None) for rank in original["ranks"]]
+    assert [rank["host"] for rank in result["ranks"]] == ["MOC-R4PCC04U37", "MOC-R4PCC04U35"]
+    assert result["rows"] == original["rows"] and result["errors"] == []
+
+
+def test_results_without_any_rank_line_say_so():
+    # Derived from the MOC H100 capture: its two rank lines are deleted.
+    text = "\n".join(line for line in read_fixture("nccl_tests/moc-h100-roce-2node-allreduce.txt").split("\n")
+                     if not line.startswith("#  Rank"))
+    result = parse_nccl_tests(text)
+    assert result["ranks"] == [] and len(result["rows"]) == 13
+    assert "no rank line" in result["errors"][0]
+    assert result["error"] is None  # the run itself passed: its figures stay usable
+
+
+def test_header_without_rows_says_so():
+    # Derived from the MOC H100 capture: cut right after the two header lines of the results table.
+    text = read_fixture("nccl_tests/moc-h100-roce-2node-allreduce.txt")
+    text = text[:text.index("#        (B)")] + text[text.index("#        (B)"):].split("\n", 1)[0]
+    result = parse_nccl_tests(text)
+    assert result["rows"] == []
+    assert result["errors"] == ["the results table has no row"]
+
+
+def test_row_with_a_lost_cell_is_reported_not_dropped_silently():
+    # Derived from the 4-node DeepOps capture: the out-of-place "time" cell of the 1 MiB row is deleted, so the
+    # row has one value fewer than the header; reading it would shift algbw into time.
+    text = read_fixture("nccl_tests/deepops-4x-dgx-a100-slurm-allreduce-old-format.txt")
+    text = text.replace("sum    135.3    7.75", "sum    7.75")
+    result = parse_nccl_tests(text)
+    assert len(result["rows"]) == 12 and result["rows"][0]["size_bytes"] == 2097152
+    assert any(error.startswith("line 5 (1048576") and "does not fit" in error for error in result["errors"])
 
 
 def test_old_format_crlf_k8s_run():
@@ -102,9 +146,12 @@ def test_new_format_with_debug_lines_between_rows():
         "n_threads": 1, "n_gpus": 1, "min_bytes": 1073741824, "max_bytes": 27950841856, "warmup_iters": 5, "iters": 20,
     }
     assert result["ranks"] == [
-        {"rank": 0, "pid": 574691, "host": "MOC-R4PCC04U37", "device": 0, "bus_id": "0000:06:00", "model": "NVIDIA H100 80GB HBM3"},
-        {"rank": 1, "pid": 753223, "host": "MOC-R4PCC04U35", "device": 0, "bus_id": "0000:06:00", "model": "NVIDIA H100 80GB HBM3"},
+        {"rank": 0, "pid": 574691, "host": "MOC-R4PCC04U37", "device": 0, "bus_id": "0000:06:00", "model": "NVIDIA H100 80GB HBM3",
+         "group": 0},
+        {"rank": 1, "pid": 753223, "host": "MOC-R4PCC04U35", "device": 0, "bus_id": "0000:06:00", "model": "NVIDIA H100 80GB HBM3",
+         "group": 0},
     ]
+    assert result["errors"] == []
     assert result["rows"][0] == {
         "size_bytes": 1073741824, "count": 268435456, "type": "float", "redop": "sum", "root": -1,
         "out_of_place": {"time_us": 71024.0, "algbw": 15.12, "busbw": 15.12, "wrong": 0, "max_error": None},

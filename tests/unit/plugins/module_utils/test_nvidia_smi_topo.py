@@ -158,6 +158,117 @@ def test_crlf_line_endings():
     assert parse_nvidia_smi_topo(text)["nearest_nics"]["GPU2"] == ["mlx5_2"]
 
 
+HGX = FOLDER + "/sglang-30401-hgx-h100-8gpu-8nic.txt"
+H800 = FOLDER + "/sglang-28424-h800-nv8-9nic-bond.txt"
+TEMPURA = FOLDER + "/tempura-8x-quadro-rtx6000-pcie-switch-ansi.txt"
+
+
+def _edit_row(text, label, old, new, count=1):
+    """Replace `old` by `new` in the matrix row of `label` only; the test fails if `old` is not there."""
+    lines = text.split("\n")
+    for position, line in enumerate(lines):
+        if line.startswith(label) and line.split()[0] == label:  # the header line starts with blanks
+            assert old in line, (label, old)
+            lines[position] = line.replace(old, new, count)
+            return "\n".join(lines)
+    raise AssertionError("no row %s" % label)
+
+
+def test_empty_cpu_affinity_cell_space_layout_keeps_numa_in_its_column():
+    # Derived from the HGX H100 capture: GPU4's CPU Affinity "48-95,144-191" is replaced by as many spaces, the
+    # way nvidia-smi pads the cell when a Slurm cgroup grants the job no CPU of the GPU's NUMA node. Before, the
+    # NUMA value 1 was read as the CPU affinity and the NUMA affinity became null.
+    original = parse_nvidia_smi_topo(read_fixture(HGX))
+    text = _edit_row(read_fixture(HGX), "GPU4", "48-95,144-191", " " * len("48-95,144-191"))
+    parsed = parse_nvidia_smi_topo(text)
+    gpu4 = parsed["gpus"][4]
+    assert gpu4["cpu_affinity"] == ""
+    assert gpu4["numa_affinity"] == 1
+    assert gpu4["gpu_numa_id"] is None
+    assert parsed["gpus"][:4] == original["gpus"][:4] and parsed["gpus"][5:] == original["gpus"][5:]
+    assert parsed["matrix"] == original["matrix"]
+
+
+def test_empty_cpu_affinity_cell_tab_layout():
+    # Derived from the tempura capture (TAB separated): GPU3's "0-19" is deleted, leaving the two TABs that
+    # surrounded it, so the empty cell is only whitespace between its neighbours.
+    text = _edit_row(read_fixture(TEMPURA), "GPU3", "\t0-19\t", "\t\t")
+    gpu3 = parse_nvidia_smi_topo(text)["gpus"][3]
+    assert (gpu3["cpu_affinity"], gpu3["numa_affinity"], gpu3["gpu_numa_id"]) == ("", 0, None)
+
+
+def test_blank_numa_affinity_is_refused_naming_the_line():
+    # Derived from the HGX capture: GPU2's NUMA Affinity "0" blanked. A value other than the CPU Affinity
+    # missing cannot be placed (its neighbours do not sit under their headers), so the row is refused.
+    text = _edit_row(read_fixture(HGX), "GPU2", "0-47,96-143     0 ", "0-47,96-143       ")
+    with pytest.raises(ParseError) as error:
+        parse_nvidia_smi_topo(text)
+    assert "line 4 (GPU2" in str(error.value)
+    assert "cannot tell which value is missing" in str(error.value)
+
+
+@pytest.mark.parametrize("old, new, column", [
+    ("SYS     SYS     SYS     SYS ", "SYSSYS     SYS     SYS ", "NIC4"),   # NIC4/NIC5 run together
+    ("NODE    SYS ", "NODESYS ", "NIC3"),                                   # NIC3/NIC4 run together
+])
+def test_run_together_link_cells_are_split(old, new, column):
+    # Derived from the H800 capture (9 NICs, the widest here): in GPU0's row the separator between two link
+    # cells is deleted, as nvidia-smi prints some rows on hosts with more than ten NICs (PXBNODE, SYSSYS).
+    original = parse_nvidia_smi_topo(read_fixture(H800))
+    text = _edit_row(read_fixture(H800), "GPU0", old, new)
+    assert new.split()[0] in text
+    parsed = parse_nvidia_smi_topo(text)
+    assert parsed == original
+    assert parsed["matrix"]["GPU0"][column] in ("SYS", "NODE")
+
+
+def test_two_run_together_cells_in_one_row_are_split():
+    # Derived from the H800 capture: GPU4's row with two separators deleted (NODE|SYS and SYS|SYS).
+    original = parse_nvidia_smi_topo(read_fixture(H800))
+    text = _edit_row(read_fixture(H800), "GPU4", "NV8     SYS     SYS     SYS     SYS ", "NV8     SYSSYS     SYSSYS ")
+    assert parse_nvidia_smi_topo(text) == original
+
+
+def test_run_together_pxb_cells_tab_layout():
+    # Derived from the tempura capture (TAB separated, PCIe switches): the TAB between GPU0's GPU2 and GPU3
+    # cells is deleted, giving PXBPXB.
+    original = parse_nvidia_smi_topo(read_fixture(TEMPURA))
+    text = _edit_row(read_fixture(TEMPURA), "GPU0", "PXB\tPXB", "PXBPXB")
+    assert parse_nvidia_smi_topo(text) == original
+
+
+def test_cell_that_does_not_split_is_refused_naming_the_line():
+    # Derived from the H800 capture: the separator between GPU0's last link cell and its CPU Affinity is
+    # deleted; NODE0-55,112-167 is no run of link codes, so the row cannot be read.
+    text = _edit_row(read_fixture(H800), "GPU0", "NODE    0-55", "NODE0-55")
+    with pytest.raises(ParseError) as error:
+        parse_nvidia_smi_topo(text)
+    assert "line 2 (GPU0" in str(error.value)
+    assert "holds 'NODE0-55,112-167' where a link code" in str(error.value)
+
+
+def test_row_short_by_more_cells_than_a_split_gives_is_refused():
+    # Derived from the H800 capture: one link cell of NIC0's row is blanked and another pair run together; the
+    # row is short by two cells and the split gives back only one.
+    text = _edit_row(read_fixture(H800), "NIC0", "PIX     NODE    NODE", "PIX             NODENODE")
+    text = _edit_row(text, "NIC0", " X      NODE", " X          ")
+    with pytest.raises(ParseError) as error:
+        parse_nvidia_smi_topo(text)
+    assert "line 10 (NIC0" in str(error.value)
+    assert "the header has 17 devices" in str(error.value)
+
+
+def test_no_devices_found_is_an_empty_result_that_says_so():
+    parsed = parse_nvidia_smi_topo("No devices were found\n")
+    assert parsed["gpus"] == [] and parsed["matrix"] == {}
+    assert parsed["errors"] == ["nvidia-smi listed no GPU: No devices were found"]
+
+
+def test_real_captures_report_no_errors():
+    for name in fixture_names(FOLDER):
+        assert parse_nvidia_smi_topo(read_fixture("%s/%s" % (FOLDER, name)))["errors"] == [], name
+
+
 @pytest.mark.parametrize("garbage, message", [
     ("hello\nworld", "no header row naming GPU0"),
     ("GPU0\t X \tNV2\nGPU1\tNV2\t X ", "no header row naming its columns"),

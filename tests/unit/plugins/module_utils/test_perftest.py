@@ -165,6 +165,36 @@ def test_egx_server_waiting_banner():
     assert result["side"] == "server"
     assert result["rows"] == [] and result["bw_avg_gbps_max"] is None
     assert result["error"] is None and result["test"] is None
+    assert result["errors"] == ["the server side printed no results (it was still waiting for a client)"]
+
+
+@pytest.mark.parametrize("name", fixture_names("perftest"))
+def test_fixtures_with_rows_or_a_tool_error_report_no_parse_errors(name):
+    result = _parse(name)
+    if result["rows"] or result["error"]:
+        assert result["errors"] == []
+
+
+def test_row_with_a_lost_cell_is_reported_not_shifted():
+    # Derived from the EGX client capture: the "BW peak" cell of the 4-byte row is deleted; read in order, the
+    # average would pass for the peak and the message rate for the average.
+    text = read_fixture("perftest/egx-ib_write_bw-a-roce-client-all-sizes-gbits.txt")
+    text = text.replace(" 4          5000             0.15 ", " 4          5000 ", 1)
+    result = parse_perftest(text)
+    assert 4 not in [row["bytes"] for row in result["rows"]] and len(result["rows"]) == 22
+    assert len(result["errors"]) == 1
+    assert result["errors"][0].startswith("line 22 (4          5000               0.15")
+    assert "does not fit the header's 5 columns" in result["errors"][0]
+
+
+def test_table_without_rows_and_output_cut_before_the_table_say_so():
+    # Derived from the EGX client capture: cut right after the results header, then right before it.
+    text = read_fixture("perftest/egx-ib_write_bw-a-roce-client-all-sizes-gbits.txt")
+    header_end = text.index("MsgRate[Mpps]") + len("MsgRate[Mpps]")
+    assert parse_perftest(text[:header_end])["errors"] == ["the results table has no row"]
+    cut = parse_perftest(text[:text.index(" #bytes")])
+    assert cut["rows"] == [] and cut["error"] is None
+    assert cut["errors"] == ["the output ends before the results table (no '#bytes' header)"]
 
 
 def test_old_perftest_mb_per_sec_is_mebibytes():
