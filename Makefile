@@ -1,6 +1,6 @@
 # Entry points. Each target sets up what it needs (scripts/setup.sh is idempotent and fast when nothing changed).
 NODES ?= 4
-SCENARIO ?= default
+SCENARIO ?= bonding
 SHELL := /bin/bash
 
 .PHONY: run test setup lab-up lab-down image lint sanity units molecule bench clean

@@ -4,10 +4,15 @@
 # `ansible-test sanity` and the unit tests. The newest line is the project's own .venv, tested by scripts/test.sh.
 #   scripts/compat.sh            every release line
 #   scripts/compat.sh 2.16       one
+#   scripts/compat.sh --list     the release lines, one a line
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # The newest patch release of each line that runs on this controller's Python; keep in step with meta/runtime.yml.
 declare -A CORE_RELEASES=([2.16]=2.16.19 [2.17]=2.17.14 [2.18]=2.18.19)
+if [[ ${1:-} == --list ]]; then
+    printf '%s\n' "${!CORE_RELEASES[@]}" | sort -V
+    exit 0
+fi
 lines=("$@")
 ((${#lines[@]})) || mapfile -t lines < <(printf '%s\n' "${!CORE_RELEASES[@]}" | sort -V)
 

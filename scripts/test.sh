@@ -1,12 +1,25 @@
 #!/usr/bin/env bash
 # Every test, as one pytest session so that one summary line counts them all:
-# unit tests, then ansible-lint (production profile), ansible-test sanity, ansible-doc, the changelog, the AWX
-# checks and every Molecule scenario (tests/integration/). Extra arguments go to pytest.
+# unit tests, the browser check of the report, then ansible-lint (production), ansible-test sanity on every
+# ansible-core release of the declared range, ansible-doc, the packaging test, the changelog, the AWX checks, every
+# Molecule scenario and the lab tests (tests/integration/). Extra arguments go to pytest. Each stage prints its time.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-"$ROOT/scripts/setup.sh"
-"$ROOT/scripts/lab.sh" image >/dev/null
+started=$SECONDS
+stage() {
+    local name=$1 start=$SECONDS rc=0
+    shift
+    "$@" || rc=$?
+    echo "test.sh: stage '$name' took $((SECONDS - start)) s (exit $rc)"
+    return "$rc"
+}
+stage setup "$ROOT/scripts/setup.sh"
+stage "lab image" "$ROOT/scripts/lab.sh" image >/dev/null
 # shellcheck source=scripts/env.sh
 source "$ROOT/scripts/env.sh"
 cd "$ROOT"
-exec pytest -p no:cacheprovider -o console_output_style=count tests/unit tests/browser tests/integration "$@"
+rc=0
+stage pytest pytest -p no:cacheprovider -o console_output_style=count --durations=40 \
+    tests/unit tests/browser tests/integration "$@" || rc=$?
+echo "test.sh: all stages took $((SECONDS - started)) s"
+exit "$rc"
