@@ -251,6 +251,9 @@ def changelog_rst(root, workdir):
         "releases") or {}
     unreleased = version not in released and any((root / "changelogs" / "fragments").glob("*.y*ml"))
     if unreleased:
+        (copy / "changelogs" / "fragments" / "docs_site_unreleased.yml").write_text(
+            "release_summary: Not released yet. These are the changes in changelogs/fragments/ that the next release"
+            " will list.\n", encoding="utf-8")
         run(["antsibull-changelog", "release", "--version", version,
              "--date", datetime.date.today().isoformat()], cwd=copy)
     out = copy / "changelog.rst"
