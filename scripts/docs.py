@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Documentation generated from the source of truth.
 
 `scripts/docs.py`            writes each role's variable table, from its meta/argument_specs.yml, into its README.md
@@ -194,7 +194,7 @@ def render_readme(text, table, readme):
         raise DocsError("%s: needs the markers once each, in order, under '## Variables':\n%s\n%s"
                         % (readme, BEGIN, END))
     head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
+    tail = rest.split(END, 1)[1]
     return "%s%s\n%s%s%s" % (head, BEGIN, table, END, tail)
 
 
@@ -335,7 +335,7 @@ def build_site(dest, root=ROOT):
 
 
 def main(argv=None):
-    arguments = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    arguments = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     arguments.add_argument("--check", action="store_true",
                            help="write nothing; exit 1 naming every README whose generated part is stale")
     sub = arguments.add_subparsers(dest="command")

@@ -75,7 +75,7 @@ def test_every_option_of_every_role_is_a_row_of_its_readme():
         readme = (ROOT / "roles" / role / "README.md").read_text(encoding="utf-8")
         table = readme.split(docs.BEGIN, 1)[1].split(docs.END, 1)[0]
         rows = re.findall(r"^\| `([^`]+)` \|", table, flags=re.M)
-        paths = [path for path, _ in docs.option_rows(docs.main_options(ROOT / "roles" / role))]
+        paths = [row[0] for row in docs.option_rows(docs.main_options(ROOT / "roles" / role))]
         assert rows == paths, role
         assert len(set(rows)) == len(rows), role
 
@@ -158,7 +158,7 @@ def test_suboptions_are_rows_with_dotted_paths():
         "cooling_bmc": {"type": "dict", "default": {}, "description": "BMC.",
                         "options": {"ipmi": {"type": "dict", "description": "IPMI."}}},
     }
-    assert [path for path, _ in docs.option_rows(options)] == [
+    assert [row[0] for row in docs.option_rows(options)] == [
         "bonding_bonds", "bonding_bonds[].name", "bonding_bonds[].routes", "bonding_bonds[].routes[].to",
         "cooling_bmc", "cooling_bmc.ipmi"]
 
@@ -233,7 +233,7 @@ def test_docs_site_builds_without_warnings_with_a_page_per_plugin_role_and_the_c
         entries = [entry for section in (yaml.safe_load(fragment.read_text(encoding="utf-8")) or {}).values()
                    for entry in (section if isinstance(section, list) else [section])]
         first_words = " ".join(entries[0].split()[:3])
-        assert first_words.split("``")[0] in changelog, fragment.name
+        assert first_words.split("``", maxsplit=1)[0] in changelog, fragment.name
     # References to docs.ansible.com pages resolve to links, without intersphinx downloads.
     module_page = (html / "collections" / "gpufabric" / "core" / "bond_config_module.html").read_text(encoding="utf-8")
     assert "https://docs.ansible.com/projects/ansible/latest/collections/ansible/posix/sysctl_module.html" in module_page
