@@ -22,7 +22,12 @@ import tempfile
 from pathlib import Path
 
 import yaml
-from antsibull_docs_parser import dom, parser
+
+try:
+    from antsibull_docs_parser import dom, parser
+except ImportError:
+    sys.exit("scripts/docs.py: antsibull-docs-parser is missing; run it with the project's virtual environment"
+             " (source scripts/env.sh)")
 
 ROOT = Path(__file__).resolve().parent.parent
 COLLECTION = "gpufabric.core"
@@ -231,9 +236,16 @@ intersphinx_mapping = {{}}
 '''
 
 
+def tool(name):
+    """A program of the virtual environment this script runs in, else the one on PATH."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.is_file() else name
+
+
 def run(command, **kwargs):
-    print("+ " + " ".join(str(arg) for arg in command), flush=True)
-    subprocess.run([str(arg) for arg in command], check=True, **kwargs)
+    command = [tool(command[0])] + [str(arg) for arg in command[1:]]
+    print("+ " + " ".join(command), flush=True)
+    subprocess.run(command, check=True, **kwargs)
 
 
 def changelog_rst(root, workdir):
@@ -309,6 +321,9 @@ def build_site(dest, root=ROOT):
     """antsibull-docs sphinx-init, antsibull-docs collection (as the build.sh it writes does), the changelog page,
     then sphinx-build with warnings as errors."""
     dest = Path(dest).resolve()
+    # Replaced only when empty or a site this script built: DEST is a path given on the command line.
+    if dest.exists() and any(dest.iterdir()) and not (dest / "antsibull-docs.cfg").is_file():
+        raise DocsError("%s is not a docs site built by scripts/docs.py; refusing to replace it" % dest)
     if not os.environ.get("ANSIBLE_COLLECTIONS_PATH"):
         raise DocsError("ANSIBLE_COLLECTIONS_PATH is not set: source scripts/env.sh first")
     if dest.exists():
@@ -327,8 +342,7 @@ def build_site(dest, root=ROOT):
         run(["antsibull-docs", "--config-file", dest / "antsibull-docs.cfg", "collection", "--use-current",
              "--fail-on-error", "--dest-dir", rst, COLLECTION])
         (rst / "changelog.rst").write_text(changelog_rst(root, workdir), encoding="utf-8")
-    run([Path(sys.executable).parent / "sphinx-build", "-M", "html", rst, dest / "build", "-c", dest,
-         "-W", "--keep-going", "-q"])
+    run(["sphinx-build", "-M", "html", rst, dest / "build", "-c", dest, "-W", "--keep-going", "-q"])
     html = dest / "build" / "html"
     print("docs site: %s" % (html / "index.html"))
     return html

@@ -210,8 +210,9 @@ def _pages_expected():
 
 def test_docs_site_builds_without_warnings_with_a_page_per_plugin_role_and_the_changelog(tmp_path):
     dest = tmp_path / "site"
+    # antsibull-docs runs ansible-doc, which finds the collection through its link in .build/collections.
     env = {"ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections"),
-           "PATH": os.pathsep.join([str(ROOT / ".venv" / "bin"), os.environ.get("PATH", "")])}
+           "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
     rc, out = run_logged("docs-site", [sys.executable, str(DOCS), "site", str(dest)], timeout=300, env=env)
     # sphinx-build runs with -W: any warning fails the build.
     assert rc == 0, tail(out)
@@ -237,3 +238,12 @@ def test_docs_site_builds_without_warnings_with_a_page_per_plugin_role_and_the_c
     # References to docs.ansible.com pages resolve to links, without intersphinx downloads.
     module_page = (html / "collections" / "gpufabric" / "core" / "bond_config_module.html").read_text(encoding="utf-8")
     assert "https://docs.ansible.com/projects/ansible/latest/collections/ansible/posix/sysctl_module.html" in module_page
+
+
+def test_site_refuses_to_replace_a_folder_it_did_not_build(tmp_path):
+    keep = tmp_path / "notes.txt"
+    keep.write_text("not a docs site", encoding="utf-8")
+    result = run_docs("site", str(tmp_path))
+    assert result.returncode == 2
+    assert "is not a docs site built by scripts/docs.py" in result.stderr
+    assert keep.read_text(encoding="utf-8") == "not a docs site"
