@@ -3,7 +3,7 @@ NODES ?= 4
 SCENARIO ?= bonding
 SHELL := /bin/bash
 
-.PHONY: run test setup lab-up lab-down image lint sanity units molecule bench clean
+.PHONY: run test setup lab-up lab-down image lint sanity units molecule bench docs clean
 
 run: ## Set up, start the lab, run playbooks/site.yml then playbooks/verify.yml, print where the report is
 	scripts/run-lab.sh $(NODES)
@@ -37,6 +37,9 @@ molecule: setup image
 
 bench: setup
 	scripts/bench.sh
+
+docs: setup ## Regenerate the role READMEs' variable tables, then build the docs site into docs/site/build/html
+	source scripts/env.sh && python scripts/docs.py && python scripts/docs.py site docs/site
 
 clean: lab-down
 	rm -rf .build .cache reports

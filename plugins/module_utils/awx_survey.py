@@ -33,7 +33,9 @@ def _question(name, spec):
     if choices:
         question["choices"] = [str(choice) for choice in choices]
     default = spec.get("default")
-    if default is not None:
+    # A templated default ("{{ lookup('ansible.builtin.env', 'HOME') }}/...") means something only in the role's
+    # defaults/main.yml; left out, an unanswered question keeps the role's default.
+    if default is not None and not (isinstance(default, str) and "{{" in default):
         question["default"] = str(default) if question_type in ("text", "multiplechoice") else default
     return question
 
