@@ -100,7 +100,7 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description:
-    - "C(plugin) topology/tree; C(rail) the chosen rail; C(topology_conf) its topology.conf; C(hostlist) its hosts
+    - "C(plugin) topology/tree; C(rail) the chosen rail; C(switches) its switches; C(topology_conf) its topology.conf; C(hostlist) its hosts
       ordered by leaf (then their leaves on the other rails, then leaf port) and C(hostfile) the same one per line;
       C(excluded) the hosts left out (C(host), C(node), C(reasons)); C(rails) the same per rail, with C(switches)
       (C(name), C(lldp_name), C(level) 0 leaf or 1 spine, C(nodes), C(switches)) and C(top_switches); C(switch_names) Slurm name to

@@ -382,6 +382,7 @@ def build_slurm_topology(fabric_map, rail=None, spines=None, switch_neighbors=No
         "plugin": "topology/tree",
         "rail": chosen,
         "rails": per_rail,
+        "switches": per_rail[chosen]["switches"] if chosen is not None else [],
         "topology_conf": per_rail[chosen]["topology_conf"] if chosen is not None else None,
         "hostlist": per_rail[chosen]["hostlist"] if chosen is not None else [],
         "hostfile": "".join(name + "\n" for name in per_rail[chosen]["hostlist"]) if chosen is not None else "",
