@@ -316,3 +316,33 @@ def test_filter_reads_lazy_values_and_turns_errors_into_filter_errors(fleet):
     assert slurm_filter(fabric, blocks={}, block_sizes=[])["block"] is None
     with pytest.raises(AnsibleFilterError, match=r"^gpufabric.core.slurm_topology: rail 9 is not in the fabric map"):
         slurm_filter(fabric, 9)
+
+
+LAB = "lldp/lab-json0-%s.txt"
+
+
+def _lab_host(neighbours):
+    names = sorted({item["local_interface"] for item in neighbours})
+    return {"schema_version": 1, "source": "live", "rails": [], "findings": [], "bonds": {},
+            "interfaces": [{"name": name, "mtu": 1500, "operstate": "up", "speed_mbps": 10000} for name in names],
+            "lldp": {"available": True, "reason": None, "neighbors": neighbours}}
+
+
+def test_lab_capture_gives_the_tree_slurmctld_showed():
+    """The lab's own captures (molecule/scheduler): node1 and node3 as captured; node2 is node1's capture with the
+    leaf ports moved from swp1 to swp2, where node2 is cabled (its own capture would differ only there)."""
+    node1 = parse_lldp(read_fixture(LAB % "node1"))
+    node2 = [dict(item, port_descr="swp2") for item in node1]
+    fleet = {"scheduler-node1": _lab_host(node1), "scheduler-node2": _lab_host(node2),
+             "scheduler-node3": _lab_host(parse_lldp(read_fixture(LAB % "node3")))}
+    fabric = build_fabric_map(fleet, rail_interfaces={host: ["eth1", "eth2"] for host in fleet})
+    assert fabric["summary"]["miscabled_hosts"] == ["scheduler-node3"]
+    leaf_a = parse_lldp(read_fixture(LAB % "leaf-a"))
+    slurm = build_slurm_topology(fabric, switch_neighbors={"leaf-a": leaf_a})
+    # What `scontrol show topology` printed in the scenario, from the same file.
+    assert [line for line in slurm["topology_conf"].splitlines() if not line.startswith("#")] == [
+        "SwitchName=leaf-a Nodes=scheduler-node[1-2]", "SwitchName=spine-1 Switches=leaf-a"]
+    assert slurm["hostlist"] == ["scheduler-node1", "scheduler-node2"]
+    assert [item["host"] for item in slurm["excluded"]] == ["scheduler-node3"]
+    # leaf-a's own view: its host ports swp1..3 are downlinks, swp49 (to spine-1) the uplink.
+    assert sorted(item["local_interface"] for item in leaf_a) == ["swp1", "swp2", "swp3", "swp49"]
