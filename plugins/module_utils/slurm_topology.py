@@ -69,7 +69,7 @@ def compress_hostlist(names):
                 "%0*d" % (width, low) if low == high else "%0*d-%0*d" % (width, low, width, high)
                 for low, high in ranges))
         parts.append(("%s%0*d" % (prefix, width, numbers[0]), text))
-    return ",".join(text for _, text in sorted(parts, key=lambda item: natural_key(item[0])))
+    return ",".join(item[1] for item in sorted(parts, key=lambda item: natural_key(item[0])))
 
 
 def _check_mapping(value, name):
