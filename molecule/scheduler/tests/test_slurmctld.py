@@ -41,7 +41,7 @@ def test_installed_file_is_the_report_and_the_hand_written_one_is_backed_up(host
     backups = host.check_output("ls /etc/slurm").split()
     backups = [name for name in backups if re.fullmatch(r"topology\.conf\..+~", name)]
     assert len(backups) == 1, backups
-    assert host.file("/etc/slurm/" + backups[0]).content_string == "SwitchName=handwritten Nodes=scheduler-node[1-3]\n"
+    assert host.file("/etc/slurm/" + backups[0]).content.decode() == "SwitchName=handwritten Nodes=scheduler-node[1-3]\n"
 
 
 def test_slurmctld_read_the_file_and_names_the_left_out_node_itself(host):
