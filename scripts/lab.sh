@@ -191,8 +191,64 @@ wait_for_ssh() {
     done
 }
 
+# The lab fabric: two lldpd "leaf switches", rail 0 (eth1) of every node on leaf-a, rail 1 (eth2) on leaf-b, each cable
+# a veth pair (point to point: the lab bridge drops LLDP). With three nodes or more the last node has its two cables
+# swapped, so that the fabric map has a miscabled host to show. The leaves carry the lab's label: `down` removes them.
+LAB_LEAVES=(leaf-a leaf-b)
+
+start_leaves() {
+    local image=$1 leaf
+    for leaf in "${LAB_LEAVES[@]}"; do
+        podman run -d --name "$LAB_NAME-$leaf" --hostname "$leaf" --label "gpufabric.lab=$LAB_NAME" \
+            --label "gpufabric.lab.role=leaf" --network "$LAB_NAME" --systemd=always --cap-add NET_ADMIN,NET_RAW \
+            "$image" /sbin/init >/dev/null
+    done
+}
+
+cable_fabric() {
+    local count=$1 i node_pid rail leaf leaf_pid
+    for ((i = 1; i <= count; i++)); do
+        node_pid=$(podman inspect --format '{{.State.Pid}}' "$LAB_NAME-$(node_name "$i")")
+        for rail in 0 1; do
+            leaf=${LAB_LEAVES[$rail]}
+            ((count < 3 || i < count)) || leaf=${LAB_LEAVES[$((1 - rail))]}
+            leaf_pid=$(podman inspect --format '{{.State.Pid}}' "$LAB_NAME-$leaf")
+            ip link add "eth$((rail + 1))" netns "$node_pid" type veth peer name "swp$i" netns "$leaf_pid"
+            nsenter -t "$node_pid" -n ip link set "eth$((rail + 1))" up
+            nsenter -t "$leaf_pid" -n ip link set "swp$i" up
+        done
+    done
+}
+
+# lldpd in every node and leaf, installed at start-up (the image stays the shared one). The image's package lists
+# are tried first; an update only when they are stale.
+install_lldpd() {
+    local containers=("$@") name pids=() failed=0
+    local install='DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Options::=--force-unsafe-io lldpd'
+    for name in "${containers[@]}"; do
+        podman exec "$name" sh -c "$install >/dev/null 2>&1 || { apt-get update -qq && $install; } >/dev/null" &
+        pids+=($!)
+    done
+    for name in "${pids[@]}"; do wait "$name" || failed=1; done
+    ((failed == 0)) || die "installing lldpd in the lab containers failed"
+    # lldpd sends every 30 s; send now, so that every end has heard the other without waiting.
+    for name in "${containers[@]}"; do podman exec "$name" lldpcli update >/dev/null; done
+}
+
+wait_for_lldp() {
+    local count=$1 i deadline seen
+    deadline=$((SECONDS + 60))
+    for ((i = 1; i <= count; i++)); do
+        until seen=$(podman exec "$LAB_NAME-$(node_name "$i")" lldpctl -f keyvalue 2>/dev/null) &&
+            [[ "$seen" == *"lldp.eth1.chassis.name=leaf-"* && "$seen" == *"lldp.eth2.chassis.name=leaf-"* ]]; do
+            ((SECONDS < deadline)) || die "node $(node_name "$i") sees no LLDP from its leaves after 60 s"
+            sleep 1
+        done
+    done
+}
+
 lab_up() {
-    local count=$1 image i name
+    local count=$1 image i name containers
     validate_count "$count"
     count=$((10#$count))
     host_setup
@@ -209,12 +265,17 @@ lab_up() {
             --network "$LAB_NAME" --systemd=always --cap-add NET_ADMIN,NET_RAW --device /dev/net/tun \
             -v "$STATE_DIR/id_ed25519.pub:/root/.ssh/authorized_keys:ro" "$image" /sbin/init >/dev/null
     done
+    start_leaves "$image"
+    cable_fabric "$count"
     # Each node's "storage VLAN" address, on lo since the kernel has no 802.1Q: IPsec tunnels carry it
     # (userspace ESP cannot tunnel traffic to the IKE peer's own address).
     for ((i = 1; i <= count; i++)); do
         podman exec "$LAB_NAME-$(node_name "$i")" ip addr add "$LAB_STORAGE_PREFIX.$i/32" dev lo
     done
+    mapfile -t containers < <(podman ps -q --filter "label=gpufabric.lab=$LAB_NAME")
+    install_lldpd "${containers[@]}"
     wait_for_ssh "$count"
+    wait_for_lldp "$count"
     write_inventory "$count"
     trap - ERR
     log "$count node(s) up on network $LAB_NAME ($LAB_SUBNET); inventory: ${INVENTORY#"$ROOT"/}"

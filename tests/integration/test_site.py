@@ -1,6 +1,9 @@
 """site.yml against a 4-node lab: through ansible-runner (the engine AWX uses) it converges and its second run
-changes nothing; with rolling batches, a host made unreachable in the first batch stops the rollout."""
+changes nothing; the lab's fabric map shows its two lldpd leaves and the miscabled node04, and scheduler.yml leaves
+node04 out of the Slurm topology; with rolling batches, a host made unreachable in the first batch stops the
+rollout."""
 
+import json
 import os
 import re
 import subprocess
@@ -9,7 +12,7 @@ import threading
 import ansible_runner
 import pytest
 
-from integration_helpers import LOG_DIR, ROOT, tail
+from integration_helpers import LOG_DIR, ROOT, run_logged, tail
 
 LAB = "gpufabric-site-test"
 INVENTORY = ROOT / "inventories" / "lab" / f"{LAB}.yml"
@@ -46,6 +49,25 @@ def test_site_converges_through_ansible_runner_and_second_run_changes_nothing(la
     assert hosts == ["node01", "node02", "node03", "node04"]
     changed = {host: second.stats["changed"].get(host, 0) for host in hosts}
     assert changed == {host: 0 for host in hosts}, tail(output, 80)
+
+
+def test_lab_fabric_map_shows_the_leaves_and_the_miscabled_node(lab, tmp_path):
+    """What `make run` shows a newcomer: two switches, two rails, node04 miscabled, and a Slurm topology without it."""
+    rc, output = run_logged("site-discover", ["ansible-playbook", "-i", str(lab), "playbooks/discover.yml",
+                                              "-e", f"discover_report_dir={tmp_path}"], timeout=600, env=LAB_ENV)
+    assert rc == 0, tail(output)
+    fabric = json.loads((tmp_path / "fabric_map.json").read_text())
+    assert sorted(fabric["switches"]) == ["leaf-a", "leaf-b"]
+    assert fabric["summary"]["rails"] == 2
+    assert fabric["summary"]["miscabled_hosts"] == ["node04"]
+    rc, output = run_logged("site-scheduler", ["ansible-playbook", "-i", str(lab), "playbooks/scheduler.yml",
+                                               "-e", f"scheduler_fabric_map={tmp_path}/fabric_map.json"],
+                            timeout=600, env=LAB_ENV)
+    assert rc == 0, tail(output)
+    conf = (tmp_path / "topology.conf").read_text()
+    assert [line for line in conf.splitlines() if not line.startswith("#")] == ["SwitchName=leaf-a Nodes=node[01-03]"]
+    assert "# left out: node04: miscabled: node04 rail 0 (eth1) reaches leaf-b port swp4" in conf
+    assert (tmp_path / "hostfile").read_text() == "node01\nnode02\nnode03\n"
 
 
 def test_unreachable_host_in_first_batch_stops_the_rollout(lab):
