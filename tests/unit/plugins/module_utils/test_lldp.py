@@ -323,6 +323,21 @@ EXPECTED = {
         ("enp5s0f0np0", "10-20-1-50", "ac:1f:6b:25:86:64", "e8:eb:d3:93:ae:10", "enp5s0f0np0", "10.20.1.50"),
         ("enp11s0f0np0", "10-20-1-50", "ac:1f:6b:25:86:64", "b8:3f:d2:9f:09:42", "enp11s0f0np0", "10.20.1.50"),
     ],
+    # This project's lab (molecule/scheduler): lldpd 1.0.16 between containers, veth pairs as cables.
+    "lab-json0-leaf-a.txt": [
+        ('swp1', 'scheduler-node1', '86:80:9a:15:b8:b4', 'aa:fb:6a:4e:34:63', 'eth1', '10.88.0.18'),
+        ('swp2', 'scheduler-node2', 'ca:4a:0f:9e:66:46', '5e:bf:6d:b0:59:b6', 'eth1', '10.88.0.19'),
+        ('swp3', 'scheduler-node3', 'a2:e8:6c:50:8f:78', 'a2:92:a5:1f:7f:a9', 'eth2', '10.88.0.20'),
+        ('swp49', 'spine-1', 'da:51:44:84:ec:df', '92:38:8d:ea:53:81', 'swp1', '10.88.0.23'),
+    ],
+    "lab-json0-node1.txt": [
+        ('eth1', 'leaf-a', '16:fa:95:8a:08:0b', 'e6:3d:a8:eb:d3:1a', 'swp1', '10.88.0.21'),
+        ('eth2', 'leaf-b', '8e:67:9b:0b:63:40', '82:2e:b4:0d:8f:65', 'swp1', '10.88.0.22'),
+    ],
+    "lab-json0-node3.txt": [
+        ('eth1', 'leaf-b', '8e:67:9b:0b:63:40', 'f6:62:13:8e:44:46', 'swp3', '10.88.0.22'),
+        ('eth2', 'leaf-a', '16:fa:95:8a:08:0b', '0e:1a:ce:10:21:1a', 'swp3', '10.88.0.21'),
+    ],
 }
 
 
