@@ -21,9 +21,9 @@ GOOD = {
     "ipmi_profile": VARS["__cooling_ipmi_profiles"]["supermicro"],
     "zones": {
         "cpu": {"sensors": [{"backend": "ipmi", "selector": "CPU Temp"}], "min_duty": 20, "hysteresis": 2,
-                "curve": [{"temp": 40, "duty": 20}, {"temp": 80, "duty": 100}]},
+                "curve": [{"temp": 40, "duty": 20}, {"temp": 80, "duty": 100}], "critical_temp": 85},
         "gpu": {"sensors": [{"backend": "nvml", "selector": "max"}], "min_duty": 30,
-                "curve": [{"temp": 50, "duty": 30}, {"temp": 85, "duty": 100}]},
+                "curve": [{"temp": 50, "duty": 30}, {"temp": 85, "duty": 100}], "critical_temp": 88},
     },
     "fan_groups": {
         "system": {"backend": "ipmi_raw", "target": "system", "zones": ["cpu", "gpu"]},
@@ -85,7 +85,7 @@ def test_zone_used_by_no_group_and_empty_zones():
         (lambda p: p["liquid"]["cdus"]["1"].__setitem__("action", "pray"),
          "cooling_liquid.cdus.1.action: must be one of alert, power_limit, shutdown, got 'pray'"),
         (lambda p: p["ipmi_profile"].__setitem__("set_duty", ["0x30", "0x70"]), "cooling_ipmi_profile.set_duty: must contain the placeholder {duty}"),
-        (lambda p: p["bmc"]["redfish"].__setitem__("base_url", "bmc01"), "cooling_bmc.redfish.base_url: must be the BMC's http(s):// URL, got 'bmc01'"),
+        (lambda p: p["bmc"]["redfish"].__setitem__("base_url", "bmc01"), "cooling_bmc.redfish.base_url: must be the BMC's https://HOST[:PORT] (no path, user or query), got 'bmc01'"),
         (lambda p: p["zones"].__setitem__("GPU-A", p["zones"].pop("gpu")),
          "cooling_zones: zone names are lower-case identifiers (they become metric labels), got 'GPU-A'"),
     ],
