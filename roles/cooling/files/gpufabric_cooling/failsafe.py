@@ -125,7 +125,9 @@ def drive_full(record_path, log):
         with open(record_path, encoding="utf-8", errors="replace") as handle:
             lines = handle.read().splitlines()
     except OSError as exc:
-        return done, ["fail-safe record %s unreadable: %s" % (record_path, exc)]
+        failures.append("fail-safe record %s unreadable: %s" % (record_path, exc))
+        log.error("%s", failures[-1])
+        return done, failures
     for number, line in enumerate(lines, 1):
         if not line.strip() or line.startswith("#"):
             continue
