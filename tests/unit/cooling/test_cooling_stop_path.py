@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -221,3 +222,40 @@ def test_good_config_exits_zero_after_full_duty(cooling_pkg, tmp_path):
     assert result.returncode == 0, result.stderr
     assert (pwm(fan_a), pwm(fan_b)) == (255, 255)
     assert "every fan group is safe" in result.stderr
+
+
+def test_hwmon_selectors_resolve_under_the_root_only(cooling_pkg, tmp_path):
+    fan_a = chip(tmp_path, 3, "fan_a")
+    resolve, error = cooling_pkg["backends"].resolve_hwmon, cooling_pkg["backends"].BackendError
+    root = str(tmp_path / "hwmon")
+    assert resolve(root, "fan_a/pwm1") == str(fan_a / "pwm1")
+    for selector in ("/proc/sys/vm/drop_caches", root + "/../victim", root + "/hwmon3/../../victim", "../hwmon3/pwm1",
+                     "fan_a/../../victim"):
+        with pytest.raises(error):
+            resolve(root, selector)
+    with pytest.raises(error, match="outside /proc"):
+        resolve("/proc", "/proc/sys/pwm1")
+
+
+def test_hwmon_duty_is_bounded_to_the_pwm_range(cooling_pkg, tmp_path):
+    fan_a = chip(tmp_path, 3, "fan_a")
+    fan = cooling_pkg["backends"].HwmonFan(str(tmp_path / "hwmon"), "fan_a/pwm1", {})
+    fan.write(150)  # a min_duty of 150 once wrote 382 to a 0-255 file; the policy refuses it, the writer bounds it
+    assert pwm(fan_a) == 255
+
+
+def test_check_actions_names_a_program_that_does_not_resolve(cooling_pkg, tmp_path):
+    config = config_for(tmp_path, HWMON_GROUPS, bmc={"redfish": {"base_url": "https://192.0.2.10"}})
+    config["liquid"] = {"leak_detection_uris": ["/redfish/v1/Chassis/1/ThermalSubsystem/LeakDetection"], "leak_action": "alert",
+                        "alert_command": ["/opt/nowhere/page-oncall", "--critical"]}
+    assert cooling_pkg["cooling_policy"].policy_problems(config) == []
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    env = dict(os.environ, PYTHONPATH=str(cooling_pkg["lib"]))
+    command = [sys.executable, "-m", "gpufabric_cooling", "check-actions", str(path)]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    assert result.returncode == 1
+    assert "liquid.alert_command: /opt/nowhere/page-oncall is not an executable on this host" in result.stderr
+    config["liquid"]["alert_command"] = ["/bin/sh", "-c", "true"]
+    path.write_text(json.dumps(config))
+    assert subprocess.run(command, capture_output=True, text=True, env=env, check=False).returncode == 0
