@@ -69,7 +69,7 @@ def hwmon_selector_problem(selector, root, file_pattern, what):
             return "%r must be a normalised path under the hwmon root %s (no '..')" % (selector, root)
         name = posixpath.basename(selector)
     else:
-        chip, _, name = selector.partition("/")
+        chip, unused, name = selector.partition("/")
         if not _HWMON_CHIP.fullmatch(chip) or chip in (".", ".."):
             return "%r: the chip name (hwmonN/name) must be a plain name" % selector
     if not file_pattern.fullmatch(name):

@@ -326,3 +326,32 @@ def test_stop_path_with_ipmi_sim_stopped_drives_full_duty(host):
 
 def test_verify_checks_the_action_commands(host):
     host.run_expect([0], "/usr/local/sbin/gpufabric-cooling check-actions %s" % CONFIG)
+
+
+def run_converge(extra_vars, tags):
+    project = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+    env = dict(os.environ, ANSIBLE_CONFIG=str(LAB.parent / "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH="%s/.build/collections:%s/.venv/lib/python3.11/site-packages" % (project, project))
+    command = [str(project / ".venv/bin/ansible-playbook"), "-i", str(LAB.parent / "inventory"), "--tags", tags,
+               str(Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"]) / "converge.yml")]
+    if extra_vars:
+        command[1:1] = ["-e", json.dumps(extra_vars)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, check=False, timeout=600)
+
+
+def test_password_file_is_removed_with_the_password(host):
+    assert host.file("/etc/gpufabric-cooling/ipmi.pass").exists
+    bmc = {"ipmi": {"host": ENDPOINT["address"], "port": ENDPOINT["ipmi_port"], "user": "admin", "interface": "lanplus",
+                    "timeout": 1, "retries": 1},
+           "redfish": {"base_url": "http://%s:%d" % (ENDPOINT["address"], ENDPOINT["redfish_port"]), "allow_insecure_http": True,
+                       "auth": "basic", "chassis": "1", "timeout": 2}}
+    try:
+        run = run_converge({"cooling_bmc": bmc, "cooling_verify": False}, "cooling_configure,cooling_service")
+        assert run.returncode == 0, run.stdout[-3000:]
+        assert not host.file("/etc/gpufabric-cooling/ipmi.pass").exists
+        assert "password_file" not in json.loads(host.file(CONFIG).content_string)["bmc"]["ipmi"]
+    finally:
+        run = run_converge(None, "cooling_configure,cooling_service")
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert host.file("/etc/gpufabric-cooling/ipmi.pass").mode == 0o600
+    assert wait_for(lambda: host.service("gpufabric-cooling").is_running and pwm(host) < 255)
