@@ -259,3 +259,27 @@ def test_check_actions_names_a_program_that_does_not_resolve(cooling_pkg, tmp_pa
     config["liquid"]["alert_command"] = ["/bin/sh", "-c", "true"]
     path.write_text(json.dumps(config))
     assert subprocess.run(command, capture_output=True, text=True, env=env, check=False).returncode == 0
+
+
+def test_run_writes_the_record_before_it_lowers_any_fan(cooling_pkg, tmp_path):
+    fan_a, fan_b = chip(tmp_path, 3, "fan_a"), chip(tmp_path, 5, "fan_b")
+    config = config_for(tmp_path, HWMON_GROUPS)
+    config_path, record_path = tmp_path / "config.json", tmp_path / "state" / "failsafe.record"
+    config_path.write_text(json.dumps(config))
+    env = dict(os.environ, PYTHONPATH=str(cooling_pkg["lib"]))
+    process = subprocess.Popen([sys.executable, "-m", "gpufabric_cooling", "run", str(config_path), "--failsafe-record", str(record_path)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while pwm(fan_a) != round(20 * 255 / 100) and time.monotonic() < deadline:
+            assert pwm(fan_a) in (77, round(20 * 255 / 100))
+            time.sleep(0.1)
+        assert pwm(fan_a) == round(20 * 255 / 100)  # 40 C on the curve: 20 %
+        groups = [json.loads(line)["group"] for line in record_path.read_text().splitlines() if not line.startswith("#")]
+        assert groups == ["chassis", "gpu_tray"]
+        assert record_path.stat().st_mtime_ns <= (fan_a / "pwm1").stat().st_mtime_ns
+    finally:
+        process.terminate()
+        unused, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    assert (pwm(fan_a), pwm(fan_b)) == (255, 255)
