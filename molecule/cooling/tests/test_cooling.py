@@ -20,7 +20,13 @@ INTERVAL = 1.0
 
 
 def pwm(host):
-    return int(host.file(PWM).content_string.strip())
+    # The lab's pwm file is a plain file that the service truncates and rewrites: a read can fall in between.
+    for unused in range(20):
+        text = host.file(PWM).content_string.strip()
+        if text:
+            return int(text)
+        time.sleep(0.05)
+    return int(text)
 
 
 # The Molecule host is shared and often loaded: every check through the podman connection can take seconds.
