@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.core.plugins.module_utils.cooling_policy import policy_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling_policy import mig_layout_problems, policy_problems
 
 DOCUMENTATION = r"""
 name: cooling_policy_problems
@@ -21,6 +21,12 @@ description:
     fan group names existing zones, and every zone feeds a fan group."
   - "Timing: C(interval) 0.5-60 s and C(stale_after) at least twice the interval. Vendor raw-command profiles,
     BMC endpoints and liquid-cooling thresholds and actions are checked too."
+  - "Every zone needs C(critical_temp), and its curve must reach 100 % at or below it. Values that pass a type
+    check but are wrong are refused: BMC timeouts, retries, ports and cipher suites as numbers in range
+    (C(\"5s\") is not a timeout), fan group C(min_duty) 0-100, hwmon targets under C(hwmon_root) with no C(..),
+    action commands as argument lists, C(http://) BMC URLs without C(allow_insecure_http), liquid cooling without
+    a Redfish BMC, and text with a newline or carriage return."
+  - With C(gpu_mig_layout) (and C(gpu_mig_config)) in the input, the MIG layout name is checked too.
   - The controller on the host runs the same code (C(gpufabric-cooling check-config)) before its configuration
     file is replaced.
 options:
@@ -33,6 +39,11 @@ options:
     description: Prepended to top-level keys in messages, so that they name the variables the user set.
     type: str
     default: ""
+  only:
+    description: V(gpu_mig) checks only C(gpu_mig_layout) against C(gpu_mig_config) (the role's GPU phase, which
+      runs without the controller); by default the whole policy is checked.
+    type: str
+    choices: [gpu_mig]
 author:
   - gpufabric.core contributors (@gpufabric)
 """
@@ -60,9 +71,15 @@ _value:
 """
 
 
-def cooling_policy_problems(policy, prefix=""):
+def cooling_policy_problems(policy, prefix="", only=None):
     if not isinstance(prefix, str):
         raise AnsibleFilterError("gpufabric.core.cooling_policy_problems: prefix must be a string, got %r" % (prefix,))
+    if only not in (None, "gpu_mig"):
+        raise AnsibleFilterError("gpufabric.core.cooling_policy_problems: only must be gpu_mig or unset, got %r" % (only,))
+    if only == "gpu_mig":
+        if not isinstance(policy, dict):
+            raise AnsibleFilterError("gpufabric.core.cooling_policy_problems: the input must be a mapping")
+        return mig_layout_problems(policy.get("gpu_mig_layout"), policy.get("gpu_mig_config"), prefix)
     return policy_problems(policy, prefix)
 
 

@@ -11,17 +11,27 @@ controller's `--check-config` (prefix "", naming the keys of the JSON config), w
 
 from __future__ import annotations
 
+import posixpath
 import re
 
-from .cooling_curve import as_number, curve_problems
+from .cooling_curve import FULL_DUTY, as_number, curve_problems
 
 SENSOR_BACKENDS = ("ipmi", "redfish", "hwmon", "nvml", "nvidia_smi")
 FAN_BACKENDS = ("hwmon", "ipmi_raw", "redfish")
 AGGREGATES = ("max", "mean")
 STOP_ACTIONS = ("full", "bmc")
 LIQUID_ACTIONS = ("alert", "power_limit", "shutdown")
-_ZONE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-_RAW_BYTE = re.compile(r"^0x[0-9a-fA-F]{1,2}$|^\{duty\}$|^\{zone\}$")
+REDFISH_AUTH = ("session", "basic")
+# Validating patterns are matched with fullmatch: "$" would let a trailing newline through.
+_ZONE_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+_RAW_BYTE = re.compile(r"0x[0-9a-fA-F]{1,2}|\{duty\}|\{zone\}")
+_HWMON_CHIP = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_HWMON_PWM = re.compile(r"pwm[1-9][0-9]?")
+_HWMON_TEMP = re.compile(r"temp[1-9][0-9]?_input")
+_REDFISH_PATH = re.compile(r"/redfish/v1(/[A-Za-z0-9_.:@%-]+)+/?")
+_HOST = re.compile(r"[A-Za-z0-9_.:-]{1,253}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_BASE_URL = re.compile(r"(https?)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(:[0-9]{1,5})?/?")
 
 
 def _positive(value):
@@ -29,9 +39,47 @@ def _positive(value):
     return number is not None and number > 0
 
 
-def _zone_problems(name, zone, path):
+def _integer(value, low, high):
+    """True for an int (not bool, not "623") within low..high."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _clean_text(value):
+    """A non-empty string with no control characters (newline, carriage return, NUL ...)."""
+    return isinstance(value, str) and bool(value.strip()) and not _CONTROL.search(value)
+
+
+def _hwmon_root_problem(root):
+    if not isinstance(root, str) or not root.startswith("/") or _CONTROL.search(root):
+        return "must be an absolute directory, got %r" % (root,)
+    if posixpath.normpath(root) != root.rstrip("/") or ".." in root.split("/"):
+        return "must be a normalised path (no '..', '.' or '//'), got %r" % root
+    if root == "/proc" or root.startswith("/proc/"):
+        return "must not be under /proc, got %r" % root
+    return None
+
+
+def hwmon_selector_problem(selector, root, file_pattern, what):
+    """Why an hwmon selector is unusable (None when usable): chip/file or an absolute path under root."""
+    if not _clean_text(selector):
+        return "must be <chip name>/<%s> or an absolute path under %s, got %r" % (what, root, selector)
+    if selector.startswith("/"):
+        if ".." in selector.split("/") or posixpath.normpath(selector) != selector or \
+                not selector.startswith(str(root).rstrip("/") + "/"):
+            return "%r must be a normalised path under the hwmon root %s (no '..')" % (selector, root)
+        name = posixpath.basename(selector)
+    else:
+        chip, unused, name = selector.partition("/")
+        if not _HWMON_CHIP.fullmatch(chip) or chip in (".", ".."):
+            return "%r: the chip name (hwmonN/name) must be a plain name" % selector
+    if not file_pattern.fullmatch(name):
+        return "%r: the file must be a %s file (%s)" % (selector, what, file_pattern.pattern)
+    return None
+
+
+def _zone_problems(name, zone, path, hwmon_root="/sys/class/hwmon"):
     where = "%s.%s" % (path, name)
-    if not _ZONE_NAME.match(str(name)):
+    if not isinstance(name, str) or not _ZONE_NAME.fullmatch(name):
         return ["%s: zone names are lower-case identifiers (they become metric labels), got %r" % (path, name)]
     if not isinstance(zone, dict):
         return ["%s: a zone is a mapping with sensors and curve, got %r" % (where, zone)]
@@ -45,7 +93,19 @@ def _zone_problems(name, zone, path):
         problems.append("%s.hysteresis: must be 0-20 degrees C, got %r" % (where, zone.get("hysteresis")))
     if zone.get("aggregate", "max") not in AGGREGATES:
         problems.append("%s.aggregate: must be one of %s, got %r" % (where, ", ".join(AGGREGATES), zone.get("aggregate")))
-    problems.extend(curve_problems(zone.get("curve"), where + ".curve", min_duty))
+    curve = zone.get("curve")
+    bad_curve = curve_problems(curve, where + ".curve", min_duty)
+    problems.extend(bad_curve)
+    critical = as_number(zone.get("critical_temp"))
+    if critical is None or not -40.0 <= critical <= 150.0:
+        problems.append("%s.critical_temp: every zone needs the temperature (-40..150 C) at which its fans must be at "
+                        "100 %%, got %r" % (where, zone.get("critical_temp")))
+    elif not bad_curve:
+        full = [as_number(p.get("temp")) for p in curve if isinstance(p, dict) and as_number(p.get("duty")) == FULL_DUTY]
+        full = [t for t in full if t is not None]
+        if not full or min(full) > critical:
+            problems.append("%s.curve: must reach 100 %% duty at or below critical_temp %g C (%s)"
+                            % (where, critical, "first 100 %% point at %g C" % min(full) if full else "it never reaches 100 %"))
     sensors = zone.get("sensors")
     if not isinstance(sensors, list) or not sensors:
         problems.append("%s.sensors: a zone needs at least one sensor {backend, selector}" % where)
@@ -57,14 +117,19 @@ def _zone_problems(name, zone, path):
             continue
         if sensor.get("backend") not in SENSOR_BACKENDS:
             problems.append("%s.backend: must be one of %s, got %r" % (spot, ", ".join(SENSOR_BACKENDS), sensor.get("backend")))
-        if not isinstance(sensor.get("selector"), str) or not sensor.get("selector").strip():
-            problems.append("%s.selector: must name the sensor (IPMI SDR name, Redfish sensor name, hwmon file, GPU index)" % spot)
+        if not _clean_text(sensor.get("selector")):
+            problems.append("%s.selector: must name the sensor (IPMI SDR name, Redfish sensor name, hwmon file, GPU index), "
+                            "one line, got %r" % (spot, sensor.get("selector")))
+        elif sensor.get("backend") == "hwmon":
+            problem = hwmon_selector_problem(sensor["selector"], hwmon_root, _HWMON_TEMP, "tempN_input")
+            if problem:
+                problems.append("%s.selector: %s" % (spot, problem))
     return problems
 
 
-def _group_problems(name, group, zones, bmc, profile, path, zones_path):
+def _group_problems(name, group, zones, bmc, profile, path, zones_path, hwmon_root="/sys/class/hwmon"):
     where = "%s.%s" % (path, name)
-    if not _ZONE_NAME.match(str(name)):
+    if not isinstance(name, str) or not _ZONE_NAME.fullmatch(name):
         return ["%s: fan group names are lower-case identifiers (they become metric labels), got %r" % (path, name)]
     if not isinstance(group, dict):
         return ["%s: a fan group is a mapping with backend, target and zones, got %r" % (where, group)]
@@ -72,8 +137,24 @@ def _group_problems(name, group, zones, bmc, profile, path, zones_path):
     backend = group.get("backend")
     if backend not in FAN_BACKENDS:
         problems.append("%s.backend: must be one of %s, got %r" % (where, ", ".join(FAN_BACKENDS), backend))
-    if not isinstance(group.get("target"), str) or not group.get("target"):
+    target = group.get("target")
+    if not _clean_text(target):
         problems.append("%s.target: must name what the duty is written to (hwmon pwm file, profile zone, Redfish URI)" % where)
+    elif backend == "hwmon":
+        problem = hwmon_selector_problem(target, hwmon_root, _HWMON_PWM, "pwmN")
+        if problem:
+            problems.append("%s.target: %s" % (where, problem))
+    elif backend == "redfish" and not _REDFISH_PATH.fullmatch(target):
+        # A path on the configured BMC only: an absolute URL would send the BMC's credentials elsewhere.
+        problems.append("%s.target: must be a Redfish path on the BMC (/redfish/v1/...), got %r" % (where, target))
+    if "min_duty" in group:
+        min_duty = as_number(group["min_duty"])
+        if min_duty is None or not 0 <= min_duty <= 100:
+            problems.append("%s.min_duty: must be a number 0-100 (%%), got %r" % (where, group["min_duty"]))
+    if "max_duty" in group:
+        # A cap below 100 % would defeat the fail-safe and the critical temperature; above 100 % means nothing.
+        problems.append("%s.max_duty: not supported: a fan group must be able to reach 100 %% (fail-safe, critical_temp), "
+                        "got %r" % (where, group["max_duty"]))
     group_zones = group.get("zones")
     if not isinstance(group_zones, list) or not group_zones:
         problems.append("%s.zones: list the zones whose duty drives this group" % where)
@@ -85,8 +166,8 @@ def _group_problems(name, group, zones, bmc, profile, path, zones_path):
                     % (where, zone, zones_path, ", ".join(sorted(zones)) or "none")
                 )
     for key in ("max_step_up", "max_step_down"):
-        if key in group and not _positive(group[key]):
-            problems.append("%s.%s: must be a positive percentage per cycle, got %r" % (where, key, group[key]))
+        if key in group and (not _positive(group[key]) or as_number(group[key]) > 100):
+            problems.append("%s.%s: must be a percentage per cycle, above 0 and at most 100, got %r" % (where, key, group[key]))
     if backend == "ipmi_raw":
         if not isinstance(bmc.get("ipmi"), dict):
             problems.append("%s: backend ipmi_raw needs an IPMI BMC (bmc.ipmi)" % where)
@@ -111,15 +192,85 @@ def profile_problems(profile, path):
     problems = []
     for key in ("manual", "set_duty", "handback"):
         command = profile.get(key)
-        if not isinstance(command, list) or len(command) < 2 or not all(isinstance(b, str) and _RAW_BYTE.match(b) for b in command):
+        if not isinstance(command, list) or len(command) < 2 or not all(isinstance(b, str) and _RAW_BYTE.fullmatch(b) for b in command):
             problems.append("%s.%s: must be a list of at least two bytes like '0x30' ({duty} and {zone} allowed), got %r" % (path, key, command))
     if "{duty}" not in (profile.get("set_duty") or []):
         problems.append("%s.set_duty: must contain the placeholder {duty}" % path)
     zones = profile.get("zones")
-    if not isinstance(zones, dict) or not zones or not all(isinstance(v, str) and _RAW_BYTE.match(v) for v in zones.values()):
+    if not isinstance(zones, dict) or not zones or not all(isinstance(v, str) and _RAW_BYTE.fullmatch(v) for v in zones.values()):
         problems.append("%s.zones: must map fan zone names to a byte like '0x00', got %r" % (path, zones))
     if profile.get("duty_scale") not in (100, 255):
         problems.append("%s.duty_scale: must be 100 (duty in percent) or 255, got %r" % (path, profile.get("duty_scale")))
+    return problems
+
+
+def _number_problems(settings, where, rules):
+    """rules: (key, integer?, low, high, sentence); only keys that are set are checked."""
+    problems = []
+    for key, integer, low, high, sentence in rules:
+        if key not in settings:
+            continue
+        value = settings[key]
+        good = _integer(value, low, high) if integer else (as_number(value) is not None and low < as_number(value) <= high)
+        if not good:
+            problems.append("%s.%s: must be %s, got %r" % (where, key, sentence, value))
+    return problems
+
+
+def _ipmi_problems(ipmi, where):
+    if not isinstance(ipmi, dict):
+        return ["%s: must be a mapping, got %r" % (where, ipmi)]
+    problems = []
+    interface = ipmi.get("interface", "lanplus")
+    if interface not in ("lanplus", "open"):
+        problems.append("%s.interface: must be lanplus (over the network) or open (local /dev/ipmi0), got %r" % (where, interface))
+    if interface == "lanplus" and not (isinstance(ipmi.get("host"), str) and _HOST.fullmatch(ipmi["host"])):
+        problems.append("%s.host: interface lanplus needs the BMC's address or name, got %r" % (where, ipmi.get("host")))
+    problems.extend(_number_problems(ipmi, where, (
+        ("port", True, 1, 65535, "a UDP port, an integer 1-65535"),
+        ("cipher_suite", True, 0, 17, "an IPMI cipher suite id, an integer 0-17 (3 or 17 on current BMCs)"),
+        ("timeout", False, 0, 60, "seconds, a number above 0 and at most 60 (no unit: 5, not \"5s\")"),
+        ("retries", True, 0, 10, "an integer 0-10"),
+    )))
+    for key in ("user", "password_file", "ipmitool"):
+        if key in ipmi and not _clean_text(ipmi[key]):
+            problems.append("%s.%s: must be one line of text, got %r" % (where, key, ipmi[key]))
+    return problems
+
+
+def redfish_base_url_problem(url, allow_insecure_http):
+    """Why a Redfish base_url is unusable (None when usable)."""
+    match = _BASE_URL.fullmatch(url) if isinstance(url, str) else None
+    if not match:
+        return "must be the BMC's https://HOST[:PORT] (no path, user or query), got %r" % (url,)
+    if match.group(3) and not 1 <= int(match.group(3)[1:]) <= 65535:
+        return "port must be 1-65535, got %r" % url
+    if match.group(1) == "http" and allow_insecure_http is not True:
+        return "%r is plain http: the BMC's credentials would cross the network in clear; use https, or set " \
+               "allow_insecure_http: true for a lab BMC" % url
+    return None
+
+
+def _redfish_problems(redfish, where):
+    if not isinstance(redfish, dict):
+        return ["%s: must be a mapping, got %r" % (where, redfish)]
+    problems = []
+    insecure = redfish.get("allow_insecure_http", False)
+    if not isinstance(insecure, bool):
+        problems.append("%s.allow_insecure_http: must be true or false, got %r" % (where, insecure))
+    problem = redfish_base_url_problem(redfish.get("base_url"), insecure)
+    if problem:
+        problems.append("%s.base_url: %s" % (where, problem))
+    if redfish.get("auth", "session") not in REDFISH_AUTH:
+        problems.append("%s.auth: must be one of %s, got %r" % (where, ", ".join(REDFISH_AUTH), redfish.get("auth")))
+    if not isinstance(redfish.get("verify_tls", True), bool):
+        problems.append("%s.verify_tls: must be true or false, got %r" % (where, redfish.get("verify_tls")))
+    problems.extend(_number_problems(redfish, where, (
+        ("timeout", False, 0, 60, "seconds, a number above 0 and at most 60 (no unit: 5, not \"5s\")"),
+    )))
+    for key in ("user", "password_file", "ca_file", "chassis", "thermal"):
+        if key in redfish and not _clean_text(redfish[key]):
+            problems.append("%s.%s: must be one line of text, got %r" % (where, key, redfish[key]))
     return problems
 
 
@@ -127,27 +278,48 @@ def _bmc_problems(bmc, path):
     problems = []
     if not isinstance(bmc, dict):
         return ["%s: must be a mapping with optional ipmi and redfish endpoints, got %r" % (path, bmc)]
-    ipmi = bmc.get("ipmi")
-    if ipmi is not None:
-        if not isinstance(ipmi, dict):
-            problems.append("%s.ipmi: must be a mapping, got %r" % (path, ipmi))
-        elif ipmi.get("interface", "lanplus") not in ("lanplus", "open"):
-            problems.append("%s.ipmi.interface: must be lanplus (over the network) or open (local /dev/ipmi0)" % path)
-        elif ipmi.get("interface", "lanplus") == "lanplus" and not ipmi.get("host"):
-            problems.append("%s.ipmi.host: interface lanplus needs the BMC's address" % path)
-    redfish = bmc.get("redfish")
-    if redfish is not None:
-        if not isinstance(redfish, dict) or not re.match(r"^https?://", str(redfish.get("base_url", ""))):
-            problems.append("%s.redfish.base_url: must be the BMC's http(s):// URL, got %r" % (path, (redfish or {}).get("base_url")))
+    if bmc.get("ipmi") is not None:
+        problems.extend(_ipmi_problems(bmc["ipmi"], path + ".ipmi"))
+    if bmc.get("redfish") is not None:
+        problems.extend(_redfish_problems(bmc["redfish"], path + ".redfish"))
     return problems
 
 
-def _liquid_problems(liquid, path):
+def _command_problem(command):
+    """Why an action command is unusable (None when usable): an argument list, never a shell string."""
+    if not isinstance(command, list) or not command:
+        return "must be an argument list such as [/usr/local/bin/page-oncall, --severity, critical] (a string " \
+               "would be run as one program name), got %r" % (command,)
+    if not all(isinstance(word, str) and "\x00" not in word for word in command):
+        return "every argument must be a string without NUL, got %r" % (command,)
+    if not _clean_text(command[0]) or command[0] != command[0].strip() or \
+            ("/" in command[0] and not command[0].startswith("/")):
+        return "the program %r must be a name found on PATH or an absolute path" % (command[0],)
+    return None
+
+
+def _liquid_problems(liquid, path, bmc_path="bmc", bmc=None):
     if not liquid:
         return []
     if not isinstance(liquid, dict):
         return ["%s: must be a mapping, got %r" % (path, liquid)]
     problems = []
+    if not isinstance((bmc or {}).get("redfish"), dict):
+        # Without Redfish there is nothing to read CDUs and leak detectors from: refuse rather than watch nothing.
+        problems.append("%s: liquid-cooling monitoring reads Redfish ThermalEquipment and LeakDetection: it needs %s.redfish"
+                        % (path, bmc_path))
+    if not liquid.get("cdus") and not liquid.get("leak_detection_uris"):
+        problems.append("%s: monitors nothing: set cdus or leak_detection_uris (or leave %s empty)" % (path, path))
+    for key in ("alert_command", "shutdown_command"):
+        if key in liquid and liquid[key] not in (None, [], ""):
+            problem = _command_problem(liquid[key])
+            if problem:
+                problems.append("%s.%s: %s" % (path, key, problem))
+        elif key in liquid and liquid[key] == "":
+            problems.append("%s.%s: must be an argument list, got an empty string" % (path, key))
+    uris = liquid.get("leak_detection_uris", [])
+    if not isinstance(uris, list) or not all(isinstance(u, str) and _REDFISH_PATH.fullmatch(u) for u in uris):
+        problems.append("%s.leak_detection_uris: must be a list of Redfish paths on the BMC (/redfish/v1/...), got %r" % (path, uris))
     if liquid.get("leak_action", "alert") not in LIQUID_ACTIONS:
         problems.append("%s.leak_action: must be one of %s, got %r" % (path, ", ".join(LIQUID_ACTIONS), liquid.get("leak_action")))
     needs_limit = liquid.get("leak_action") == "power_limit"
@@ -156,6 +328,9 @@ def _liquid_problems(liquid, path):
         return problems + ["%s.cdus: must map CDU ids to thresholds, got %r" % (path, cdus)]
     for cdu, limits in cdus.items():
         where = "%s.cdus.%s" % (path, cdu)
+        if not isinstance(cdu, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", cdu):
+            problems.append("%s.cdus: CDU ids are Redfish ids (letters, digits, _ . -), got %r" % (path, cdu))
+            continue
         if not isinstance(limits, dict):
             problems.append("%s: must be a mapping of thresholds, got %r" % (where, limits))
             continue
@@ -187,8 +362,12 @@ def policy_problems(policy, prefix=""):
     if not isinstance(zones, dict) or not zones:
         problems.append("%s: define at least one zone (cpu, gpu, inlet ...) with sensors and a curve" % name("zones"))
         zones = {}
+    hwmon_root = policy.get("hwmon_root", "/sys/class/hwmon")
+    problem = _hwmon_root_problem(hwmon_root)
+    if problem:
+        problems.append("%s: %s" % (name("hwmon_root"), problem))
     for zone_name, zone in zones.items():
-        problems.extend(_zone_problems(zone_name, zone, name("zones")))
+        problems.extend(_zone_problems(zone_name, zone, name("zones"), hwmon_root))
     bmc = policy.get("bmc") or {}
     problems.extend(_bmc_problems(bmc, name("bmc")))
     profile = policy.get("ipmi_profile") or {}
@@ -198,7 +377,7 @@ def policy_problems(policy, prefix=""):
         problems.append("%s: define at least one fan group (backend, target, zones)" % name("fan_groups"))
         groups = {}
     for group_name, group in groups.items():
-        problems.extend(_group_problems(group_name, group, zones, bmc, profile, name("fan_groups"), name("zones")))
+        problems.extend(_group_problems(group_name, group, zones, bmc, profile, name("fan_groups"), name("zones"), hwmon_root))
     used = set()
     for group in groups.values():
         if isinstance(group, dict) and isinstance(group.get("zones"), list):
@@ -220,5 +399,24 @@ def policy_problems(policy, prefix=""):
         problems.append("%s: must be at least twice %s, got %r" % (name("stale_after"), name("interval"), policy.get("stale_after")))
     if policy.get("on_stop", "full") not in STOP_ACTIONS:
         problems.append("%s: must be one of %s, got %r" % (name("on_stop"), ", ".join(STOP_ACTIONS), policy.get("on_stop")))
-    problems.extend(_liquid_problems(policy.get("liquid"), name("liquid")))
+    problems.extend(_liquid_problems(policy.get("liquid"), name("liquid"), name("bmc"), bmc if isinstance(bmc, dict) else {}))
+    if "gpu_mig_layout" in policy:
+        problems.extend(mig_layout_problems(policy.get("gpu_mig_layout"), policy.get("gpu_mig_config"), prefix))
     return problems
+
+
+_MIG_LAYOUT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def mig_layout_problems(layout, mig_config, prefix=""):
+    """The MIG layout passed to nvidia-mig-parted -c: a name defined in the mig-parted configuration."""
+    if layout in (None, ""):
+        return []
+    defined = (mig_config or {}).get("mig-configs") if isinstance(mig_config, dict) else None
+    defined = defined if isinstance(defined, dict) else {}
+    if not isinstance(layout, str) or not _MIG_LAYOUT.fullmatch(layout):
+        return ["%sgpu_mig_layout: must be a layout name (letters, digits, . _ -; not an option), got %r" % (prefix, layout)]
+    if layout not in defined:
+        return ["%sgpu_mig_layout: %r is not a layout under %sgpu_mig_config['mig-configs'] (defined: %s)"
+                % (prefix, layout, prefix, ", ".join(sorted(defined)) or "none")]
+    return []

@@ -19,8 +19,8 @@ from .parse_common import ParseError, clean_lines
 
 IPMI_COMMAND = "ipmitool sdr elist"
 # "45 degrees C", "6000 RPM", "12.10 Volts", "-3.5 degrees C"
-_IPMI_READING = re.compile(r"^(?P<value>-?\d+(?:\.\d+)?)\s+(?P<unit>\S.*)$")
-_IPMI_RAW_ERROR = re.compile(r"rsp=(?P<code>0x[0-9a-fA-F]{2})\):\s*(?P<message>.+)$")
+_IPMI_READING = re.compile(r"(?P<value>-?\d+(?:\.\d+)?)\s+(?P<unit>\S.*)")
+_IPMI_RAW_ERROR = re.compile(r"rsp=(?P<code>0x[0-9a-fA-F]{2})\):\s*(?P<message>.+)\Z")
 _NOT_AVAILABLE = ("[N/A]", "N/A", "[Not Supported]", "[Unknown Error]", "[GPU is lost]", "")
 
 
@@ -29,7 +29,7 @@ class SensorError(LookupError):
 
 
 def _ipmi_reading(text):
-    match = _IPMI_READING.match(text.strip())
+    match = _IPMI_READING.fullmatch(text.strip())
     if not match:
         return None, None
     return float(match.group("value")), match.group("unit").strip()
@@ -304,6 +304,6 @@ def parse_nvidia_smi_csv(text, fields):
 def parse_hwmon_temperature(text, path):
     """A hwmon temp*_input file holds millidegrees Celsius."""
     value = (text or "").strip()
-    if not re.match(r"^-?\d+$", value):
+    if not re.fullmatch(r"-?\d+", value):
         raise ParseError(path, "expected millidegrees Celsius as an integer, got %r" % value)
     return int(value) / 1000.0

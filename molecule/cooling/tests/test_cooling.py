@@ -20,7 +20,13 @@ INTERVAL = 1.0
 
 
 def pwm(host):
-    return int(host.file(PWM).content_string.strip())
+    # The lab's pwm file is a plain file that the service truncates and rewrites: a read can fall in between.
+    for unused in range(20):
+        text = host.file(PWM).content_string.strip()
+        if text:
+            return int(text)
+        time.sleep(0.05)
+    return int(text)
 
 
 # The Molecule host is shared and often loaded: every check through the podman connection can take seconds.
@@ -180,3 +186,178 @@ def test_stopping_the_service_sets_full_duty(host):
     finally:
         host.run_expect([0], "systemctl start gpufabric-cooling")
     assert wait_for(lambda: pwm(host) == duty_to_pwm(32))
+
+
+# -- the stop path under faults (issue 14): every reachable fan to full duty whatever else fails ------------------
+CONFIG = "/etc/gpufabric-cooling/config.json"
+RECORD = "/var/lib/gpufabric-cooling/failsafe.record"
+STOP_ACTION = "/usr/local/sbin/gpufabric-cooling stop-action %s --failsafe-record %s --reason fault-test" % (CONFIG, RECORD)
+
+
+def leave_fans_low(host):
+    """Where a controller killed mid-cycle leaves the fans: 77/255 (seen on a real host), firmware mode."""
+    host.run_expect([0], "echo 77 > %s && echo 2 > %s_enable" % (PWM, PWM))
+    assert pwm(host) == 77
+
+
+def stopped_service(host):
+    host.run_expect([0], "systemctl stop gpufabric-cooling")
+    assert host.file(RECORD).exists and host.file(RECORD).mode == 0o600
+    leave_fans_low(host)
+
+
+def restart_service(host):
+    host.run_expect([0], "systemctl reset-failed gpufabric-cooling; systemctl restart gpufabric-cooling")
+    assert wait_for(lambda: host.service("gpufabric-cooling").is_running and pwm(host) < 255)
+
+
+def assert_full_after_stop_action(host, expected_log):
+    result = host.run(STOP_ACTION)
+    assert pwm(host) == 255, result.stderr
+    assert host.file(PWM + "_enable").content_string.strip() == "1"
+    # Non-zero only after the fans: something did fail (at least the BMC group ipmi_sim refuses).
+    assert result.rc == 1, result.stderr
+    assert expected_log in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    return result
+
+
+def test_stop_path_without_a_config_file_drives_full_duty(host):
+    stopped_service(host)
+    host.run_expect([0], "mv %s %s.saved" % (CONFIG, CONFIG))
+    try:
+        assert_full_after_stop_action(host, "configuration %s unusable (FileNotFoundError" % CONFIG)
+        assert "fail-safe record: fan group chassis set to 100 %" in host.run(STOP_ACTION).stderr
+    finally:
+        host.run_expect([0], "mv %s.saved %s" % (CONFIG, CONFIG))
+    restart_service(host)
+
+
+def test_killed_service_without_a_config_file_is_driven_full_by_execstoppost(host):
+    """The real unit: SIGKILL, no configuration left; ExecStopPost runs stop-action from the record."""
+    assert wait_for(lambda: pwm(host) < 255)
+    host.run_expect([0], "mv %s %s.saved" % (CONFIG, CONFIG))
+    killed = time.time()
+    try:
+        host.run_expect([0], "systemctl kill --signal=SIGKILL gpufabric-cooling")
+        assert wait_for(lambda: pwm(host) == 255, step=0.1), pwm(host)
+        assert wait_for(lambda: "ExecStopPost, service result signal: fan group chassis" in journal(host, killed - 1)
+                        or "fail-safe record: fan group chassis set to 100 %" in journal(host, killed - 1))
+    finally:
+        host.run_expect([0], "mv %s.saved %s" % (CONFIG, CONFIG))
+    restart_service(host)
+
+
+def test_stop_path_with_a_corrupt_config_drives_full_duty(host):
+    stopped_service(host)
+    host.run_expect([0], "cp -p %s %s.saved && truncate -s 100 %s" % (CONFIG, CONFIG, CONFIG))
+    try:
+        assert_full_after_stop_action(host, "JSONDecodeError")
+    finally:
+        host.run_expect([0], "mv %s.saved %s" % (CONFIG, CONFIG))
+    restart_service(host)
+
+
+class GarbageBMC:
+    """Takes the Redfish BMC's address and port and answers every request with bytes that are not HTTP."""
+
+    def __init__(self, address, port):
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((address, port))
+        self.sock.listen(8)
+        self.requests = 0
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                connection, unused = self.sock.accept()
+            except OSError:
+                return
+            with connection:
+                connection.settimeout(5)
+                try:
+                    connection.recv(65536)
+                    connection.sendall(b"\x00\xffBMC firmware update in progress\r\n\r\n")
+                except OSError:
+                    pass
+                self.requests += 1
+
+    def close(self):
+        self.sock.close()
+
+
+def start_sushy():
+    project = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+    python = project / ".venv/bin/python3"
+    subprocess.run(["start-stop-daemon", "--start", "--background", "--make-pidfile", "--pidfile", str(LAB / "sushy.pid"),
+                    "--exec", str(python), "--", str(project / ".venv/bin/sushy-static"), "-m", str(LAB / "redfish-mockup"),
+                    "-i", ENDPOINT["address"], "-p", str(ENDPOINT["redfish_port"])], check=True)
+
+
+def test_stop_path_with_a_bmc_returning_garbage_drives_full_duty(host):
+    stopped_service(host)
+    subprocess.run(["start-stop-daemon", "--stop", "--quiet", "--retry", "5", "--pidfile", str(LAB / "sushy.pid")], check=True)
+    garbage = GarbageBMC(ENDPOINT["address"], ENDPOINT["redfish_port"])
+    try:
+        assert_full_after_stop_action(host, "fan group rack: BadStatusLine")
+        assert garbage.requests >= 1
+    finally:
+        garbage.close()
+        start_sushy()
+    restart_service(host)
+
+
+def test_stop_path_with_ipmi_sim_stopped_drives_full_duty(host):
+    stopped_service(host)
+    subprocess.run(["start-stop-daemon", "--stop", "--quiet", "--retry", "5", "--pidfile", str(LAB / "ipmi_sim.pid")], check=True)
+    try:
+        started = time.monotonic()
+        assert_full_after_stop_action(host, "fan group bmc")
+        assert time.monotonic() - started < SLOW
+        state = subprocess.run(["start-stop-daemon", "--status", "--pidfile", str(LAB / "ipmi_sim.pid")], check=False)
+        assert state.returncode != 0  # the BMC really was down during the stop
+    finally:
+        subprocess.run(
+            ["start-stop-daemon", "--start", "--background", "--make-pidfile", "--pidfile", str(LAB / "ipmi_sim.pid"),
+             "--exec", "/usr/bin/ipmi_sim", "--", "-n", "-c", str(LAB / "lan.conf"), "-f", str(LAB / "bmc.emu"), "-s", str(LAB / "state")],
+            check=True,
+        )
+    restart_service(host)
+
+
+def test_verify_checks_the_action_commands(host):
+    host.run_expect([0], "/usr/local/sbin/gpufabric-cooling check-actions %s" % CONFIG)
+
+
+def run_converge(extra_vars, tags):
+    project = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+    env = dict(os.environ, ANSIBLE_CONFIG=str(LAB.parent / "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH="%s/.build/collections:%s/.venv/lib/python3.11/site-packages" % (project, project))
+    command = [str(project / ".venv/bin/ansible-playbook"), "-i", str(LAB.parent / "inventory"), "--tags", tags,
+               str(Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"]) / "converge.yml")]
+    if extra_vars:
+        command[1:1] = ["-e", json.dumps(extra_vars)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, check=False, timeout=600)
+
+
+def test_password_file_is_removed_with_the_password(host):
+    assert host.file("/etc/gpufabric-cooling/ipmi.pass").exists
+    bmc = {"ipmi": {"host": ENDPOINT["address"], "port": ENDPOINT["ipmi_port"], "user": "admin", "interface": "lanplus",
+                    "timeout": 1, "retries": 1},
+           "redfish": {"base_url": "http://%s:%d" % (ENDPOINT["address"], ENDPOINT["redfish_port"]), "allow_insecure_http": True,
+                       "auth": "basic", "chassis": "1", "timeout": 2}}
+    try:
+        run = run_converge({"cooling_bmc": bmc, "cooling_verify": False}, "cooling_configure,cooling_service")
+        assert run.returncode == 0, run.stdout[-3000:]
+        assert not host.file("/etc/gpufabric-cooling/ipmi.pass").exists
+        assert "password_file" not in json.loads(host.file(CONFIG).content_string)["bmc"]["ipmi"]
+    finally:
+        run = run_converge(None, "cooling_configure,cooling_service")
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert host.file("/etc/gpufabric-cooling/ipmi.pass").mode == 0o600
+    assert wait_for(lambda: host.service("gpufabric-cooling").is_running and pwm(host) < 255)

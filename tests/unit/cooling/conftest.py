@@ -41,7 +41,7 @@ def cooling_pkg(tmp_path_factory):
     sys.path.insert(0, str(lib))
     try:
         modules = {name: importlib.import_module("gpufabric_cooling." + name)
-                   for name in ("backends", "controller", "cooling_curve", "cooling_policy", "cooling_sensors")}
+                   for name in ("backends", "controller", "cooling_curve", "cooling_policy", "cooling_sensors", "failsafe")}
         modules["lib"] = lib
         yield modules
     finally:

@@ -40,12 +40,13 @@ def make_config(tmp_path, hwmon, ipmi=None, redfish_url=None, **extra):
     if ipmi:
         bmc["ipmi"] = ipmi["settings"]
     if redfish_url:
-        bmc["redfish"] = {"base_url": redfish_url, "chassis": "auto", "timeout": 3}
+        # sushy-static speaks plain http and has no SessionService: the lab settings say so explicitly.
+        bmc["redfish"] = {"base_url": redfish_url, "chassis": "auto", "timeout": 3, "allow_insecure_http": True, "auth": "basic"}
     zones = {"cpu": {"sensors": [{"backend": "ipmi", "selector": "CPU Temp"}], "min_duty": 20, "hysteresis": 2,
-                     "curve": [{"temp": 40, "duty": 20}, {"temp": 60, "duty": 50}, {"temp": 80, "duty": 100}]}}
+                     "curve": [{"temp": 40, "duty": 20}, {"temp": 60, "duty": 50}, {"temp": 80, "duty": 100}], "critical_temp": 85}}
     if redfish_url:
         zones["gpu"] = {"sensors": [{"backend": "redfish", "selector": "GPU Baseboard Inlet"}], "min_duty": 20,
-                        "curve": [{"temp": 25, "duty": 20}, {"temp": 45, "duty": 60}]}
+                        "curve": [{"temp": 25, "duty": 20}, {"temp": 45, "duty": 60}, {"temp": 60, "duty": 100}], "critical_temp": 65}
     config = {
         "interval": 1, "stale_after": 5, "on_stop": "full",
         "hwmon_root": str(hwmon.parent), "state_dir": str(tmp_path / "state"), "metrics_file": str(tmp_path / "metrics" / "cooling.prom"),
@@ -245,7 +246,7 @@ def test_redfish_deprecated_thermal_from_sushy_emulator(cooling_pkg, tmp_path):
     process = subprocess.Popen([str(binary), "--fake", "-i", "127.0.0.1", "-p", str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     try:
-        redfish = cooling_pkg["backends"].Redfish({"base_url": "http://127.0.0.1:%d" % port, "timeout": 2})
+        redfish = cooling_pkg["backends"].Redfish({"base_url": "http://127.0.0.1:%d" % port, "timeout": 2, "allow_insecure_http": True})
         deadline = time.monotonic() + 30
         while True:
             try:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import base64
 import ctypes
 import glob
+import http.client
 import json
 import os
 import shutil
 import ssl
 import subprocess
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from .cooling_sensors import (
@@ -38,6 +40,17 @@ from .parse_common import ParseError
 class BackendError(RuntimeError):
     """Reading a sensor or writing a fan duty failed."""
 
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+def _number(value, what, integer=False):
+    """A configured number, or BackendError: the controller never turns "5s" into a crash."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
+        raise BackendError("%s must be a%s number, got %r" % (what, "n integer" if integer else "", value))
+    return value
+
 
 def _read_secret(path):
     if not path:
@@ -54,15 +67,16 @@ class Ipmitool:
 
     def __init__(self, settings):
         self.settings = settings
-        self.timeout = float(settings.get("timeout", 3))
+        self.timeout = float(_number(settings.get("timeout", 3), "ipmi timeout"))
         # ipmitool reads "-R 0" as "use the default" (about 20 s against a dead BMC), so at least one retry.
-        self.retries = max(1, int(settings.get("retries", 1)))
+        self.retries = max(1, _number(settings.get("retries", 1), "ipmi retries", integer=True))
 
     def base_command(self):
         ipmi = self.settings
         command = [ipmi.get("ipmitool", "ipmitool"), "-I", ipmi.get("interface", "lanplus")]
         if ipmi.get("interface", "lanplus") == "lanplus":
-            command += ["-H", str(ipmi["host"]), "-p", str(ipmi.get("port", 623)), "-C", str(ipmi.get("cipher_suite", 3)),
+            command += ["-H", str(ipmi["host"]), "-p", str(_number(ipmi.get("port", 623), "ipmi port", integer=True)),
+                        "-C", str(_number(ipmi.get("cipher_suite", 3), "ipmi cipher_suite", integer=True)),
                         "-N", str(int(max(1, self.timeout))), "-R", str(self.retries)]
             if ipmi.get("user"):
                 command += ["-U", str(ipmi["user"])]
@@ -99,53 +113,163 @@ class Ipmitool:
         return self.run(["raw"] + list(data))
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Redirects are refused, not followed: the token or password would go wherever the Location points."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+def redfish_origin(base_url, allow_insecure_http=False):
+    """Return (scheme, host, port) of a BMC's base URL, or raise BackendError saying what is wrong with it."""
+    try:
+        parts = urllib.parse.urlsplit(str(base_url))
+        port = parts.port
+    except ValueError as exc:
+        raise BackendError("Redfish base_url %r is not a URL: %s" % (base_url, exc)) from None
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise BackendError("Redfish base_url %r must be https://HOST[:PORT]" % (base_url,))
+    if parts.scheme == "http" and allow_insecure_http is not True:
+        raise BackendError("Redfish base_url %r is plain http: credentials would cross the network in clear "
+                           "(set allow_insecure_http: true for a lab BMC)" % (base_url,))
+    if parts.username or parts.password or parts.query or parts.fragment or parts.path not in ("", "/"):
+        raise BackendError("Redfish base_url %r must be only scheme, host and port (no path, user, query)" % (base_url,))
+    return parts.scheme, parts.hostname.lower(), port or (443 if parts.scheme == "https" else 80)
+
+
 class Redfish:
-    """A minimal Redfish client over urllib: basic authentication, TLS verification by default."""
+    """A minimal Redfish client over urllib: a session (X-Auth-Token), TLS verification by default.
+
+    Credentials go to the configured BMC origin only: a path is taken relative to it, an absolute URL of
+    another origin is refused, and redirects are never followed.
+    """
+
+    SESSIONS = "/redfish/v1/SessionService/Sessions"
 
     def __init__(self, settings):
         self.settings = settings
-        self.base_url = settings["base_url"].rstrip("/")
-        self.timeout = float(settings.get("timeout", 5))
-        if settings.get("verify_tls", True):
-            self.context = ssl.create_default_context(cafile=settings.get("ca_file") or None)
-        else:
-            # Many BMCs ship self-signed certificates; the operator chose not to verify (verify_tls: false).
-            self.context = ssl._create_unverified_context()  # pylint: disable=protected-access
+        self.origin = redfish_origin(settings["base_url"], settings.get("allow_insecure_http", False))
+        self.base_url = str(settings["base_url"]).rstrip("/")
+        self.timeout = _number(settings.get("timeout", 5), "redfish timeout")
+        self.auth = settings.get("auth", "session")
+        handlers = [_NoRedirect()]
+        if self.origin[0] == "https":
+            if settings.get("verify_tls", True):
+                context = ssl.create_default_context(cafile=settings.get("ca_file") or None)
+            else:
+                # Many BMCs ship self-signed certificates; the operator chose not to verify (verify_tls: false).
+                context = ssl._create_unverified_context()  # pylint: disable=protected-access
+            handlers.append(urllib.request.HTTPSHandler(context=context))
+        self.opener = urllib.request.build_opener(*handlers)
+        self.token = None
+        self.session_uri = None
         self._chassis_uri = None
         self._thermal_uri = None
 
-    def _request(self, method, path, body=None):
-        url = path if path.startswith("http") else self.base_url + path
+    def url(self, path):
+        """The absolute URL of path on the BMC; BackendError for a URL of another origin."""
+        path = str(path)
+        if path.startswith("/") and not path.startswith("//"):
+            return self.base_url + path
+        try:
+            parts = urllib.parse.urlsplit(path)
+            same = (parts.scheme, (parts.hostname or "").lower(), parts.port or (443 if parts.scheme == "https" else 80)) == self.origin
+        except ValueError:
+            same = False
+        if not same:
+            raise BackendError("Redfish: refusing %r, which is not on the BMC %s" % (path, self.base_url))
+        return path
+
+    def _send(self, method, path, body=None, headers=None, authenticate=True):
+        """One HTTP exchange; returns (status, headers, decoded JSON or {})."""
+        url = self.url(path)
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(url, data=data, method=method)
         request.add_header("Accept", "application/json")
+        request.add_header("OData-Version", "4.0")
         if data is not None:
             request.add_header("Content-Type", "application/json")
-        user = self.settings.get("user")
-        if user:
-            token = base64.b64encode(("%s:%s" % (user, _read_secret(self.settings.get("password_file")))).encode()).decode()
-            request.add_header("Authorization", "Basic " + token)
+        for key, value in (headers or {}).items():
+            request.add_header(key, value)
+        if authenticate and self.settings.get("user"):
+            if self.auth == "basic":
+                secret = "%s:%s" % (self.settings["user"], _read_secret(self.settings.get("password_file")))
+                request.add_header("Authorization", "Basic " + base64.b64encode(secret.encode()).decode())
+            else:
+                request.add_header("X-Auth-Token", self.login())
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=self.context if url.startswith("https") else None) as response:
-                payload = response.read()
+            with self.opener.open(request, timeout=self.timeout) as response:
+                payload = response.read(4 * 1024 * 1024)
+                status, answer_headers = response.status, response.headers
         except urllib.error.HTTPError as exc:
+            if 300 <= exc.code < 400:
+                raise BackendError("Redfish %s %s: HTTP %d redirect to %s refused (credentials go to the configured BMC only)"
+                                   % (method, url, exc.code, exc.headers.get("Location"))) from None
             detail = exc.read(500).decode("utf-8", "replace").strip()
-            raise BackendError("Redfish %s %s: HTTP %d %s %s" % (method, url, exc.code, exc.reason, detail[:200])) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
+            raise BackendError("Redfish %s %s: HTTP %d %s %s" % (method, url, exc.code, exc.reason, detail[:200]), status=exc.code) from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
+            # HTTPException: a malformed status line or headers; ValueError: a URL urllib cannot use.
+            reason = getattr(exc, "reason", None) or "%s: %s" % (type(exc).__name__, exc)
             raise BackendError("Redfish %s %s: %s" % (method, url, reason)) from None
         if not payload:
-            return {}
+            return status, answer_headers, {}
         try:
-            return json.loads(payload)
+            return status, answer_headers, json.loads(payload)
         except ValueError:
             raise BackendError("Redfish %s %s: the answer is not JSON" % (method, url)) from None
 
+    def login(self):
+        """Open a Redfish session once (POST SessionService/Sessions) and return its X-Auth-Token."""
+        if self.token:
+            return self.token
+        body = {"UserName": self.settings["user"], "Password": _read_secret(self.settings.get("password_file"))}
+        unused_status, headers, unused_doc = self._send("POST", self.SESSIONS, body, authenticate=False)
+        token = headers.get("X-Auth-Token")
+        if not token:
+            raise BackendError("Redfish POST %s%s: the BMC opened no session (no X-Auth-Token); set auth: basic "
+                               "for a BMC without SessionService" % (self.base_url, self.SESSIONS))
+        location = headers.get("Location")
+        self.session_uri = None
+        if location:
+            try:
+                self.session_uri = self.url(location)
+            except BackendError:
+                self.session_uri = None  # not ours to DELETE: the token goes to the configured origin only
+        self.token = token
+        return token
+
+    def logout(self):
+        """DELETE the session if one was opened; returns what went wrong or None, never raises (called on exit)."""
+        token, uri = self.token, self.session_uri
+        self.token = self.session_uri = None
+        if not token:
+            return None
+        if not uri:
+            return "the BMC gave no session URI to delete"
+        try:
+            self._send("DELETE", uri, headers={"X-Auth-Token": token}, authenticate=False)
+        except BackendError as exc:
+            return str(exc)
+        return None
+
+    def _request(self, method, path, body=None, headers=None):
+        try:
+            return self._send(method, path, body, headers)
+        except BackendError as exc:
+            if exc.status == 401 and self.token:
+                # The BMC dropped the session (reboot, idle timeout): log in again once.
+                self.token = None
+                return self._send(method, path, body, headers)
+            raise
+
     def get(self, path):
-        return self._request("GET", path)
+        return self._request("GET", path)[2]
 
     def patch(self, path, body):
-        return self._request("PATCH", path, body)
+        """PATCH with If-Match on the resource's ETag, when it has one, so a concurrent change is not overwritten."""
+        unused_status, headers, doc = self._request("GET", path)
+        etag = headers.get("ETag") or (doc.get("@odata.etag") if isinstance(doc, dict) else None)
+        return self._request("PATCH", path, body, {"If-Match": etag} if etag else None)[2]
 
     def members(self, path):
         try:
@@ -255,27 +379,45 @@ class Sensors:
             raise BackendError("cannot read %s: %s" % (path, exc.strerror)) from None
 
 
-def resolve_hwmon(root, selector):
-    """hwmon selectors: an absolute path, or "<chip name>/<file>" (e.g. "nct6798/temp2_input").
+def hwmon_path_problem(root, path):
+    """Why path may not be used as an hwmon file under root (None when it may): no "..", nothing outside root, no /proc."""
+    root = os.path.normpath(str(root))
+    if not os.path.isabs(root) or root == "/proc" or root.startswith("/proc/"):
+        return "the hwmon root %r must be an absolute directory outside /proc" % root
+    if ".." in str(path).split("/") or not os.path.normpath(str(path)).startswith(root.rstrip("/") + "/"):
+        return "%r is not a file under the hwmon root %s" % (path, root)
+    return None
 
-    hwmonN numbers change between boots; the chip name in hwmonN/name does not.
+
+def resolve_hwmon(root, selector):
+    """hwmon selectors: an absolute path under root, or "<chip name>/<file>" (e.g. "nct6798/temp2_input").
+
+    hwmonN numbers change between boots; the chip name in hwmonN/name does not. Whatever the selector, the
+    result stays under root (default /sys/class/hwmon): a fan target can never write to /proc or elsewhere.
     """
     if selector.startswith("/"):
-        return selector
-    chip, filename = (selector.split("/", 1) + [""])[:2]
-    found = []
-    for directory in sorted(glob.glob(os.path.join(root, "hwmon*"))):
-        try:
-            with open(os.path.join(directory, "name"), encoding="ascii") as handle:
-                if handle.read().strip() == chip:
-                    found.append(directory)
-        except OSError:
-            continue
-    if not found:
-        raise BackendError("no hwmon chip named %r under %s" % (chip, root))
-    if len(found) > 1:
-        raise BackendError("several hwmon chips named %r under %s (%s): use an absolute path" % (chip, root, ", ".join(found)))
-    return os.path.join(found[0], filename)
+        path = selector
+    else:
+        chip, filename = (selector.split("/", 1) + [""])[:2]
+        if chip in ("", ".", "..") or filename in ("", ".", "..") or "/" in filename:
+            raise BackendError("hwmon selector %r must be <chip name>/<file> or an absolute path" % selector)
+        found = []
+        for directory in sorted(glob.glob(os.path.join(root, "hwmon*"))):
+            try:
+                with open(os.path.join(directory, "name"), encoding="ascii") as handle:
+                    if handle.read().strip() == chip:
+                        found.append(directory)
+            except OSError:
+                continue
+        if not found:
+            raise BackendError("no hwmon chip named %r under %s" % (chip, root))
+        if len(found) > 1:
+            raise BackendError("several hwmon chips named %r under %s (%s): use an absolute path" % (chip, root, ", ".join(found)))
+        path = os.path.join(found[0], filename)
+    problem = hwmon_path_problem(root, path)
+    if problem:
+        raise BackendError(problem)
+    return path
 
 
 def _gpu_temperature(temps, selector):
@@ -382,7 +524,8 @@ class HwmonFan:
                 # Remember the firmware's own mode once, so stopping can give the fans back to it.
                 self.saved_modes.setdefault(self.enable_path, mode)
                 self._write(self.enable_path, 1)
-        self._write(self.path, int(round(duty * 255 / 100.0)))
+        # Bounded here too: a pwm file takes 0-255, whatever duty reached this point.
+        self._write(self.path, int(round(max(0.0, min(100.0, float(duty))) * 255 / 100.0)))
 
     def handback(self):
         mode = self.saved_modes.get(self.enable_path)
@@ -401,19 +544,19 @@ class IpmiRawFan:
         self.zone_byte = profile["zones"][zone]
         self.manual = False
 
-    def _command(self, template, duty=None):
+    def command(self, template, duty=None):
         scaled = None if duty is None else int(round(duty * self.profile["duty_scale"] / 100.0))
         return [("0x%02x" % scaled) if byte == "{duty}" else self.zone_byte if byte == "{zone}" else byte for byte in template]
 
     def write(self, duty):
         if not self.manual:
-            self.ipmi.raw(self._command(self.profile["manual"]))
+            self.ipmi.raw(self.command(self.profile["manual"]))
             self.manual = True
-        self.ipmi.raw(self._command(self.profile["set_duty"], duty))
+        self.ipmi.raw(self.command(self.profile["set_duty"], duty))
 
     def handback(self):
         self.manual = False
-        self.ipmi.raw(self._command(self.profile["handback"]))
+        self.ipmi.raw(self.command(self.profile["handback"]))
 
 
 class RedfishFan:
@@ -435,8 +578,11 @@ class RedfishFan:
             return [RedfishFan._fill(item, duty) for item in value]
         return value
 
+    def body_for(self, duty):
+        return self._fill(self.body, duty)
+
     def write(self, duty):
-        self.redfish.patch(self.target, self._fill(self.body, duty))
+        self.redfish.patch(self.target, self.body_for(duty))
 
     def handback(self):
         if not self.handback_body:

@@ -8,8 +8,9 @@ Fail-safe rules, in order of precedence:
     fan group fed by its zone at 100 % and logs which sensor and why;
   * a duty that cannot be written puts the group in fail-safe: 100 % is tried, then the BMC's own
     control (hand-back); the error from the BMC is logged, the service keeps running and retries;
-  * stopping (SIGTERM, or ExecStopPost after a crash) applies on_stop: 100 % ("full") or hand-back
-    to the BMC ("bmc", falling back to 100 % when hand-back fails).
+  * stopping (SIGTERM, or ExecStopPost after a crash) first drives every fan in the fail-safe record to
+    100 % (failsafe.py, which needs neither this module nor a valid configuration), then applies on_stop
+    with the full configuration as far as it can be used: 100 % ("full") or hand-back to the BMC ("bmc").
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import time
 
-from .backends import BackendError, Sensors, build_fan
+from .backends import BackendError, Ipmitool, IpmiRawFan, Redfish, RedfishFan, Sensors, build_fan
 from .cooling_curve import FULL_DUTY, GroupOutput, ZoneController
 from .cooling_sensors import (
     parse_redfish_coolant_connector,
@@ -64,6 +66,136 @@ def _atomic_write(path, text, mode=0o644):
         handle.write(text)
     os.chmod(temporary, mode)
     os.replace(temporary, path)
+
+
+def group_order(groups):
+    """Local fans first: a BMC that times out must not delay the fans the host drives itself."""
+    def key(name):
+        group = groups[name]
+        return (_BACKEND_ORDER.get(group.get("backend") if isinstance(group, dict) else None, 9), str(name))
+    return sorted(groups, key=key)
+
+
+def stop_fans(config, why, fan_for, already_full=()):
+    """Full duty (on_stop full) or hand-back (on_stop bmc) for each fan group, each failure its own group's.
+
+    already_full: groups the fail-safe record has set to 100 % already (skipped for on_stop full).
+    Returns one sentence per group that could not be made safe here.
+    """
+    groups = config.get("fan_groups") if isinstance(config, dict) else None
+    if not isinstance(groups, dict):
+        return ["%s: the configuration names no fan groups" % why]
+    on_stop = config.get("on_stop", "full")
+    failures = []
+    for name in group_order(groups):
+        if name in already_full and on_stop != "bmc":
+            continue
+        try:
+            fan = fan_for(name)
+            if on_stop == "bmc":
+                try:
+                    fan.handback()
+                    LOG.warning("%s: fan group %s handed back to the BMC", why, name)
+                    continue
+                except Exception as exc:  # pylint: disable=broad-except
+                    LOG.error("%s: fan group %s hand-back failed (%s); writing 100 %% instead", why, name, exc)
+            fan.write(FULL_DUTY)
+            LOG.warning("%s: fan group %s set to 100 %%", why, name)
+        except Exception as exc:  # pylint: disable=broad-except
+            # Any fault (a BMC's garbage, a bad number, a missing file) is this group's only: go on to the next.
+            if name in already_full:
+                LOG.error("%s: fan group %s: %s (it is at 100 %% from the fail-safe record)", why, name, exc)
+                continue
+            failures.append("%s: fan group %s could not be made safe: %s: %s" % (why, name, type(exc).__name__, exc))
+            LOG.error("%s", failures[-1])
+    return failures
+
+
+class _NoSharedClients:  # pylint: disable=too-few-public-methods
+    ipmi = None
+    redfish = None
+
+
+def stop_from_config(config, why, already_full=()):
+    """Best-effort stop with the full configuration, validated or not (the fail-safe record ran first)."""
+    try:
+        controller = Controller(config)
+    except Exception as exc:  # pylint: disable=broad-except
+        LOG.error("%s: the configuration cannot build a controller (%s: %s); trying each fan group alone", why, type(exc).__name__, exc)
+        state_dir = config.get("state_dir", "/var/lib/gpufabric-cooling") if isinstance(config, dict) else "/var/lib/gpufabric-cooling"
+        saved = _read_json(os.path.join(str(state_dir), "saved-fan-modes.json"))
+        clients = _NoSharedClients()
+        return stop_fans(config, why, lambda name: build_fan(config["fan_groups"][name], config, clients, saved), already_full)
+    return controller.stop_action(why, already_full)
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = json.load(handle)
+        return value if isinstance(value, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def failsafe_record(config):
+    """The fail-safe record of a validated configuration (failsafe.py drives it): full duty, one group a line."""
+    lines = ["# gpufabric-cooling fail-safe record: written when the controller starts, read first by stop-action"]
+    groups = config["fan_groups"]
+    for name in group_order(groups):
+        group = groups[name]
+        if group["backend"] == "hwmon":
+            entry = {"backend": "hwmon", "root": config.get("hwmon_root", "/sys/class/hwmon"), "target": group["target"]}
+        elif group["backend"] == "ipmi_raw":
+            ipmi = Ipmitool(config["bmc"]["ipmi"])
+            fan = IpmiRawFan(ipmi, config["ipmi_profile"], group["target"])
+            raw = ipmi.base_command() + ["raw"]
+            entry = {"backend": "command", "timeout": ipmi.timeout * (ipmi.retries + 1) + 5,
+                     "commands": [raw + fan.command(config["ipmi_profile"]["manual"]),
+                                  raw + fan.command(config["ipmi_profile"]["set_duty"], FULL_DUTY)]}
+        else:
+            settings = config["bmc"]["redfish"]
+            redfish = Redfish(settings)
+            entry = {"backend": "redfish_patch", "url": redfish.url(group["target"]),
+                     "body": RedfishFan(redfish, group["target"], group.get("body"), None).body_for(FULL_DUTY),
+                     "timeout": redfish.timeout, "allow_insecure_http": settings.get("allow_insecure_http", False) is True}
+            for key in ("user", "password_file", "verify_tls", "ca_file"):
+                if key in settings:
+                    entry[key] = settings[key]
+        entry["group"] = name
+        lines.append(json.dumps(entry, sort_keys=True))
+    return "\n".join(lines) + "\n"
+
+
+def write_failsafe_record(path, config):
+    _atomic_write(path, failsafe_record(config), 0o600)
+
+
+def action_commands(config):
+    """[(name, argv)] of every command a liquid-cooling alarm can run with this configuration."""
+    liquid = config.get("liquid") or {}
+    if not liquid:
+        return []
+    actions = {liquid.get("leak_action", "alert")}
+    actions.update(limits.get("action", "alert") for limits in (liquid.get("cdus") or {}).values())
+    commands = []
+    if liquid.get("alert_command"):
+        commands.append(("alert_command", list(liquid["alert_command"])))
+    if "power_limit" in actions:
+        commands.append(("power_limit", ["nvidia-smi", "--power-limit=%d" % int(liquid.get("power_limit_watts") or 0)]))
+    if "shutdown" in actions:
+        commands.append(("shutdown_command", list(liquid.get("shutdown_command") or ["systemctl", "poweroff"])))
+    return commands
+
+
+def action_command_problems(config, which=shutil.which):
+    """One sentence per action command whose program does not resolve to an executable on this host."""
+    problems = []
+    for name, argv in action_commands(config):
+        found = which(argv[0])
+        if not found:
+            problems.append("liquid.%s: %s is not an executable on this host (PATH %s)" % (name, argv[0], os.environ.get("PATH", "")))
+    return problems
 
 
 class Controller:
@@ -149,11 +281,15 @@ class Controller:
         zones = self.read_zones()
         zone_duties = {}
         for name, (temperature, unused_readings, reason) in zones.items():
-            zone_duties[name] = FULL_DUTY if reason or temperature is None else self.zones[name].duty(temperature)
+            critical = self.config["zones"][name].get("critical_temp")
+            if reason or temperature is None or (critical is not None and temperature >= critical):
+                zone_duties[name] = FULL_DUTY
+            else:
+                zone_duties[name] = self.zones[name].duty(temperature)
         groups = {}
         failed = []
         # Local fans first: a BMC that times out must not delay the fail-safe of the fans the host drives itself.
-        order = sorted(self.config["fan_groups"], key=lambda n: (_BACKEND_ORDER.get(self.config["fan_groups"][n]["backend"], 9), n))
+        order = group_order(self.config["fan_groups"])
         now = self.clock()
         for name in order:
             group = self.config["fan_groups"][name]
@@ -224,23 +360,15 @@ class Controller:
         return changed
 
     # -- stop path ---------------------------------------------------------------------------------
-    def stop_action(self, why):
-        """Apply on_stop to every fan group: full duty, or hand back to the BMC (full duty if refused)."""
-        on_stop = self.config.get("on_stop", "full")
-        for name in self.config["fan_groups"]:
-            try:
-                fan = self.fan(name)
-                if on_stop == "bmc":
-                    try:
-                        fan.handback()
-                        LOG.warning("%s: fan group %s handed back to the BMC", why, name)
-                        continue
-                    except BackendError as exc:
-                        LOG.error("%s: fan group %s hand-back failed (%s); writing 100 %% instead", why, name, exc)
-                fan.write(FULL_DUTY)
-                LOG.warning("%s: fan group %s set to 100 %%", why, name)
-            except BackendError as exc:
-                LOG.error("%s: fan group %s could not be made safe: %s", why, name, exc)
+    def stop_action(self, why, already_full=()):
+        """Apply on_stop to every fan group; returns what failed. See stop_fans."""
+        try:
+            return stop_fans(self.config, why, self.fan, already_full)
+        finally:
+            if self.sensors.redfish is not None:
+                problem = self.sensors.redfish.logout()
+                if problem:
+                    LOG.warning("%s: closing the Redfish session: %s", why, problem)
 
     # -- liquid cooling ----------------------------------------------------------------------------
     def _liquid_events(self, redfish, cdu, limits):
@@ -323,13 +451,12 @@ class Controller:
         liquid = self.config["liquid"]
         LOG.critical("liquid cooling %s: %s; action %s", kind.upper(), sentence, action)
         environment = dict(os.environ, GPUFABRIC_COOLING_EVENT=kind, GPUFABRIC_COOLING_READING=sentence, GPUFABRIC_COOLING_ACTION=action)
-        commands = []
-        if liquid.get("alert_command"):
-            commands.append(("alert", liquid["alert_command"]))
+        known = dict(action_commands(self.config))
+        commands = [("alert", known["alert_command"])] if "alert_command" in known else []
         if action == "power_limit":
-            commands.append(("power_limit", ["nvidia-smi", "--power-limit=%d" % int(liquid["power_limit_watts"])]))
+            commands.append(("power_limit", known["power_limit"]))
         elif action == "shutdown":
-            commands.append(("shutdown", liquid.get("shutdown_command") or ["systemctl", "poweroff"]))
+            commands.append(("shutdown", known["shutdown_command"]))
         for label, command in commands:
             try:
                 result = subprocess.run(command, capture_output=True, text=True, timeout=60, env=environment, check=False)
