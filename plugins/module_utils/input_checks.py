@@ -11,6 +11,7 @@ int), so numbers are read the same way here.
 
 from __future__ import annotations
 
+import math
 import posixpath
 import re
 
@@ -56,7 +57,7 @@ def as_number(value):
             number = float(value.strip())
         except ValueError:
             return None
-        return number if number == number and number not in (float("inf"), float("-inf")) else None
+        return number if math.isfinite(number) else None
     return None
 
 

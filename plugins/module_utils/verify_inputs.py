@@ -61,8 +61,8 @@ def _rounds_problems(rounds, hosts, problems):
                 continue
             unknown = [host for host in pair if hosts is not None and host not in hosts]
             if unknown:
-                problems.append("%s[%d]: %s not a host of this play" % (name, position, ", ".join(unknown)
-                                                                         + (" is" if len(unknown) == 1 else " are")))
+                verb = "is" if len(unknown) == 1 else "are"
+                problems.append("%s[%d]: %s %s not a host of this play" % (name, position, ", ".join(unknown), verb))
             twice = sorted(set(host for host in pair if host in seen or pair.count(host) > 1))
             if twice:
                 problems.append("%s[%d]: %s already tested in this round" % (name, position, ", ".join(twice)))
