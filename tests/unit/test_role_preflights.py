@@ -93,3 +93,49 @@ def test_preflight_refuses_the_bad_host_only_naming_the_variable(tmp_path, case)
     assert failed.get("failed") and name + ":" in failed["msg"], failed
     # The same check passed on node-a, whose variables are the defaults.
     assert not role_tasks[1]["hosts"]["node-a"].get("failed"), role_tasks[1]["hosts"]["node-a"]
+
+
+# node-a's Python does not exist: should a play get past the guard, its modules fail at once and change nothing
+# on the machine running the test. The guard itself runs on the implicit localhost.
+SITE_INVENTORY = """
+all:
+  children:
+    gpu_nodes:
+      hosts:
+        node-a: {ansible_connection: local, ansible_python_interpreter: /nonexistent/python3}
+"""
+
+
+def run_playbook(tmp_path, playbook, *args):
+    (tmp_path / "inventory.yml").write_text(SITE_INVENTORY)
+    env = dict(os.environ)
+    env.update({
+        "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections"),
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default",
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_LOCALHOST_WARNING": "false",
+    })
+    env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
+    result = subprocess.run(
+        ["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), "--check", str(ROOT / "playbooks" / playbook), *args],
+        env=env, capture_output=True, text=True, timeout=300, check=False, cwd=str(tmp_path),
+    )
+    return result.returncode, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("serial", ["0", "-1", "ten"])
+def test_site_refuses_a_bad_serial_before_any_task(tmp_path, serial):
+    # Before, 0 and -1 ran every host in one batch and "ten" stopped with a Python traceback, after discovery.
+    rc, out = run_playbook(tmp_path, "site.yml", "-e", "gpufabric_serial=" + serial)
+    assert rc != 0, out
+    assert "gpufabric_serial: must be" in out, out
+    tasks = [line.split("]")[0] for line in out.splitlines() if line.startswith("TASK [")]
+    assert tasks == ["TASK [Refuse a gpufabric_serial or gpufabric_max_fail_percentage that Ansible would misread"], tasks
+    assert "Traceback" not in out and "probably a bug" not in out, out
+
+
+def test_one_playbook_alone_refuses_a_bad_serial_before_any_task(tmp_path):
+    rc, out = run_playbook(tmp_path, "nccl.yml", "-e", "gpufabric_serial=0")
+    assert rc != 0, out
+    assert "gpufabric_serial: must be at least 1 host per batch" in out, out
+    assert "TASK [" not in out, out
