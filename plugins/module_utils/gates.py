@@ -28,13 +28,20 @@ STATUS_FAIL = "fail"
 STATUS_SKIPPED = "skipped"
 
 
+# A gate is a share of the port rate a rail must reach: below 1 % it passes a dead link, above 100 % it fails a
+# perfect one.
+GATE_PERCENT_MIN = 1
+GATE_PERCENT_MAX = 100
+
+
 class GateError(ValueError):
     """The gate settings are unusable; the message names the setting."""
 
 
 def check_settings(percent, thresholds):
-    if isinstance(percent, bool) or not isinstance(percent, (int, float)) or not 0 < percent <= 200:
-        raise GateError("gate percent must be a number in (0, 200], got %r" % (percent,))
+    if (isinstance(percent, bool) or not isinstance(percent, (int, float))
+            or not GATE_PERCENT_MIN <= percent <= GATE_PERCENT_MAX):
+        raise GateError("gate percent must be a number from %d to %d, got %r" % (GATE_PERCENT_MIN, GATE_PERCENT_MAX, percent))
     if not isinstance(thresholds, dict):
         raise GateError("thresholds must be a dict of group name -> value, got %s" % type(thresholds).__name__)
     for group, value in thresholds.items():

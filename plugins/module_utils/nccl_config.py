@@ -84,9 +84,10 @@ DEFAULT_ALGORITHM_TIERS = (
 )
 
 # What /etc/nccl.conf (no quoting at all), systemd/docker/enroot env files and a profile script can all carry.
-_SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.,:=^/+@%-]*$")
-_VARIABLE_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
-_INTERFACE_NAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
+# Matched whole (fullmatch): with match and `$`, a value with a trailing newline passed and split the file.
+_SAFE_VALUE = re.compile(r"[A-Za-z0-9_.,:=^/+@%-]*")
+_VARIABLE_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+INTERFACE_NAME = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 
 DEFAULT_OPTIONS = {
     "socket_ifname": [],            # exact interface names for bootstrap; empty: default_interface
@@ -123,48 +124,53 @@ def format_value(value):
     return str(value)
 
 
-def check_variables(variables, allow_debug=False):
+def check_variables(variables, allow_debug=False, prefix=""):
     """Problems with user-given NCCL variables, one sentence each; an empty list means all are accepted.
 
-    A value of None asks to drop a derived variable and is always accepted for a known name.
+    A value of None asks to drop a derived variable and is always accepted for a known name. `prefix` goes before
+    each variable's name (nccl_variables. names the role variable).
     """
-    problems = []
     if not isinstance(variables, dict):
-        return ["nccl variables must be a dict of NCCL_* names to values, got %s" % type(variables).__name__]
+        return ["%snccl variables must be a dict of NCCL_* names to values, got %s"
+                % (prefix.rstrip(".") + ": " if prefix else "", type(variables).__name__)]
+    raw = []
     for name in sorted(variables, key=str):
-        value = variables[name]
-        if not isinstance(name, str) or not _VARIABLE_NAME.match(name):
-            problems.append("%r: not a variable name (NCCL_ followed by capitals, digits and _)" % (name,))
-            continue
-        if name in RENAMED_VARIABLES:
-            problems.append("%s: NCCL renamed it %s; use the new name" % (name, RENAMED_VARIABLES[name]))
-            continue
-        if name not in NCCL_VARIABLES:
-            close = suggest(name)
-            problems.append("%s: not an NCCL variable; %s" % (
-                name, "did you mean %s?" % close if close else "no NCCL variable has a similar name"))
-            continue
-        if value is None:
-            continue
-        if isinstance(value, (dict, list)):
-            problems.append("%s: the value must be a string or a number, got a %s" % (name, type(value).__name__))
-            continue
-        text = format_value(value)
-        if not _SAFE_VALUE.match(text):
-            problems.append("%s: the value %r holds characters that nccl.conf and environment files cannot carry "
-                            "(whitespace, quotes, $, `, \\, ;, # ...)" % (name, text))
-            continue
-        if allow_debug:
-            continue
-        if name in DEBUG_ONLY_VARIABLES:
-            problems.append("%s: a debugging variable, refused in production (NCCL's documentation: keeping it set "
-                            "may slow jobs down or make them hang); set nccl_allow_debug_variables: true while you "
-                            "diagnose, and remove it after" % name)
-        elif name == "NCCL_DEBUG" and text.upper() not in PRODUCTION_DEBUG_LEVELS:
-            problems.append("NCCL_DEBUG=%s: a debugging level, refused in production; use %s, or set "
-                            "nccl_allow_debug_variables: true while you diagnose"
-                            % (text, " or ".join(PRODUCTION_DEBUG_LEVELS)))
-    return problems
+        _check_variable(raw, name, variables[name], allow_debug)
+    return [prefix + problem for problem in raw]
+
+
+def _check_variable(problems, name, value, allow_debug):
+    if not isinstance(name, str) or not _VARIABLE_NAME.fullmatch(name):
+        problems.append("%r: not a variable name (NCCL_ followed by capitals, digits and _)" % (name,))
+        return
+    if name in RENAMED_VARIABLES:
+        problems.append("%s: NCCL renamed it %s; use the new name" % (name, RENAMED_VARIABLES[name]))
+        return
+    if name not in NCCL_VARIABLES:
+        close = suggest(name)
+        problems.append("%s: not an NCCL variable; %s" % (
+            name, "did you mean %s?" % close if close else "no NCCL variable has a similar name"))
+        return
+    if value is None:
+        return
+    if isinstance(value, (dict, list)):
+        problems.append("%s: the value must be a string or a number, got a %s" % (name, type(value).__name__))
+        return
+    text = format_value(value)
+    if not _SAFE_VALUE.fullmatch(text):
+        problems.append("%s: the value %r holds characters that nccl.conf and environment files cannot carry "
+                        "(whitespace, quotes, $, `, \\, ;, # ...)" % (name, text))
+        return
+    if allow_debug:
+        return
+    if name in DEBUG_ONLY_VARIABLES:
+        problems.append("%s: a debugging variable, refused in production (NCCL's documentation: keeping it set "
+                        "may slow jobs down or make them hang); set nccl_allow_debug_variables: true while you "
+                        "diagnose, and remove it after" % name)
+    elif name == "NCCL_DEBUG" and text.upper() not in PRODUCTION_DEBUG_LEVELS:
+        problems.append("NCCL_DEBUG=%s: a debugging level, refused in production; use %s, or set "
+                        "nccl_allow_debug_variables: true while you diagnose"
+                        % (text, " or ".join(PRODUCTION_DEBUG_LEVELS)))
 
 
 def _options(options):
@@ -178,7 +184,7 @@ def _options(options):
     names = merged["socket_ifname"] or []
     if isinstance(names, str):
         names = [names]
-    bad = [name for name in names if not isinstance(name, str) or not _INTERFACE_NAME.match(name)]
+    bad = [name for name in names if not isinstance(name, str) or not INTERFACE_NAME.fullmatch(name)]
     if bad:
         raise NcclConfigError("socket_ifname must list interface names (up to 15 of A-Z a-z 0-9 _ . : @ -), got %r" % bad)
     merged["socket_ifname"] = list(names)

@@ -45,7 +45,7 @@ options:
     elements: dict
     default: []
   gate_percent:
-    description: Share of the detected port rate a rail must reach, in percent.
+    description: Share of the detected port rate a rail must reach, in percent (1-100).
     type: float
     default: 90
   thresholds_gbps:

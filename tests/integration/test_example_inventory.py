@@ -1,8 +1,8 @@
 """The example production inventory is accepted by every role, and the check catches what a user could get wrong.
 
 playbooks/check_inventory.yml runs on the controller only (local connection, action plugins and filters): it
-validates each host's role variables against the roles' argument specs and runs the bonding and cooling
-preflight filters on them. The bad-input cases copy the inventory and add one mistake to a host_vars file.
+validates each host's role variables against the roles' argument specs and runs the bonding, cooling, rdma, nccl
+and verify preflight filters and the rollout check on them. The bad-input cases copy the inventory and add one mistake to a host_vars file.
 """
 
 import re
@@ -34,6 +34,8 @@ def test_every_host_passes_every_role_check():
     # Both preflight filters ran on the HGX hosts, which define bonds and a cooling policy.
     assert re.search(r"TASK \[Check bonds.*\n(?:.*\n)*?ok: \[%s\]" % HOST, out)
     assert re.search(r"TASK \[Check the cooling policy.*\n(?:.*\n)*?ok: \[%s\]" % HOST, out)
+    for task in ("RDMA variables", "NCCL variables", "verify variables", "rolling-batch variables"):
+        assert re.search(r"TASK \[Check the %s.*\n(?:.*\n)*?ok: \[%s\]" % (task, HOST), out), task
 
 
 BAD_INPUTS = {
@@ -47,6 +49,16 @@ BAD_INPUTS = {
     "falling fan curve": ({"cooling_zones": {"gpu": {"sensors": [{"backend": "nvml", "selector": "max"}],
                                                      "curve": [{"temp": 40, "duty": 80}, {"temp": 70, "duty": 50}]}}},
                           "cooling_zones.gpu.curve[1]"),
+    # Values of the right type that the rdma, nccl and verify preflights refuse (issue 14): before, check_inventory
+    # did not apply those roles' rules, and the old patterns let a trailing newline through.
+    "memlock limit with a trailing newline": ({"rdma_memlock_limit": "unlimited\n"},
+                                              "rdma_memlock_limit: must be 'unlimited' or a positive size in KiB"),
+    "nccl conf path escaping etc-nccl": ({"nccl_conf_path": "/etc/nccl/../../etc/passwd"},
+                                          "nccl_conf_path: must be under /etc/nccl/ or /etc/nccl.conf; /etc/passwd"),
+    "nccl variable with a carriage return": ({"nccl_variables": {"NCCL_IB_TIMEOUT": "22\r"}},
+                                             "nccl_variables.NCCL_IB_TIMEOUT: the value"),
+    "verify gate percent 0": ({"verify_gate_percent": 0}, "verify_gate_percent: must be a share of the port rate"),
+    "gpufabric_serial 0": ({"gpufabric_serial": 0}, "gpufabric_serial: must be at least 1 host per batch"),
 }
 
 

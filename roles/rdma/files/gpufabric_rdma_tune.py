@@ -35,8 +35,11 @@ TRUST_MODES = ("dscp", "pcp", "")
 RELAXED_ORDERING = ("keep", "enable", "disable")
 # PCIe Device Control register: bit 4 is "Enable Relaxed Ordering" (PCIe base spec 7.5.3.4).
 DEVCTL_RELAXED_ORDERING = 0x0010
-_CPULIST_ITEM = re.compile(r"^(\d+)(?:-(\d+))?$")
-_MLXCONFIG_PARAM = re.compile(r"^[A-Z0-9_]+(\[[0-9.]+\])?$")
+# Matched whole (fullmatch): with match and `$` a trailing newline passed.
+_CPULIST_ITEM = re.compile(r"([0-9]+)(?:-([0-9]+))?")
+_MLXCONFIG_PARAM = re.compile(r"[A-Z0-9_]+(\[[0-9.]+\])?")
+_MLXCONFIG_VALUE = re.compile(r"[A-Za-z0-9_.()-]+")
+_DEVICE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 class TuneError(Exception):
@@ -58,7 +61,7 @@ def validate_config(config):
     if unknown:
         raise TuneError("unknown configuration keys: %s" % ", ".join(unknown))
     devices = config.get("devices", [])
-    if not isinstance(devices, list) or not all(isinstance(d, str) and re.match(r"^[A-Za-z0-9_.-]+$", d) for d in devices):
+    if not isinstance(devices, list) or not all(isinstance(d, str) and _DEVICE_NAME.fullmatch(d) for d in devices):
         raise TuneError("devices must be a list of device names, got %r" % (devices,))
     wait = config.get("wait_seconds", 0)
     if not isinstance(wait, int) or isinstance(wait, bool) or wait < 0:
@@ -84,9 +87,11 @@ def validate_config(config):
     mlxconfig = config.get("mlxconfig", {})
     if not isinstance(mlxconfig, dict):
         raise TuneError("mlxconfig must be an object of PARAM: value")
-    for param in mlxconfig:
-        if not _MLXCONFIG_PARAM.match(param):
+    for param, value in mlxconfig.items():
+        if not _MLXCONFIG_PARAM.fullmatch(param):
             raise TuneError("mlxconfig parameter %r is not an mlxconfig name" % param)
+        if isinstance(value, bool) or not isinstance(value, (str, int)) or not _MLXCONFIG_VALUE.fullmatch(str(value)):
+            raise TuneError("mlxconfig value of %s must be a plain value, got %r" % (param, value))
     return {
         "devices": devices,
         "wait_seconds": wait,
@@ -120,7 +125,7 @@ def parse_cpulist(text):
     if not text:
         return []
     for item in text.split(","):
-        match = _CPULIST_ITEM.match(item.strip())
+        match = _CPULIST_ITEM.fullmatch(item.strip())
         if not match:
             raise TuneError("%r is not a CPU list (expected e.g. 0-3,8)" % text)
         first = int(match.group(1))
@@ -415,14 +420,14 @@ def parse_mlxconfig_query(text):
         if not in_table or not stripped:
             continue
         fields = stripped.lstrip("*").split()
-        if len(fields) >= 2 and _MLXCONFIG_PARAM.match(fields[0]):
+        if len(fields) >= 2 and _MLXCONFIG_PARAM.fullmatch(fields[0]):
             values[fields[0]] = fields[-1]
     return values
 
 
 def mlxconfig_value_matches(current, wanted):
     """'force_relax(1)' matches '1' and 'force_relax'; 'True(1)' matches 'true'."""
-    match = re.match(r"^(.*)\((\d+)\)$", current)
+    match = re.fullmatch(r"(.*)\(([0-9]+)\)", current)
     names = {current.lower()}
     if match:
         names.update({match.group(1).lower(), match.group(2)})
@@ -479,7 +484,7 @@ def parse_settings(pairs):
     settings = {}
     for pair in pairs:
         param, sep, value = pair.partition("=")
-        if not sep or not _MLXCONFIG_PARAM.match(param) or not value:
+        if not sep or not _MLXCONFIG_PARAM.fullmatch(param) or not _MLXCONFIG_VALUE.fullmatch(value):
             raise TuneError("--set wants PARAM=VALUE with an mlxconfig parameter name, got %r" % pair)
         settings[param] = value
     return settings

@@ -331,6 +331,10 @@ def test_mlxconfig_check_reports_pending_without_setting(tmp_path, monkeypatch, 
     ({"pcie_relaxed_ordering": "on"}, "pcie_relaxed_ordering"),
     ({"wait_seconds": True}, "wait_seconds"),
     ({"mlxconfig": {"pci wr": 1}}, "not an mlxconfig name"),
+    # A trailing newline passed re.match with `$` before (issue 14): names and values are matched whole now.
+    ({"devices": ["mlx5_0\n"]}, "devices must be a list of device names"),
+    ({"mlxconfig": {"PCI_WR_ORDERING\n": 1}}, "not an mlxconfig name"),
+    ({"mlxconfig": {"PCI_WR_ORDERING": "1\n"}}, "mlxconfig value of PCI_WR_ORDERING"),
 ])
 def test_bad_configuration_is_named(bad, message):
     with pytest.raises(tune.TuneError, match=message.replace(".", r"\.")):
