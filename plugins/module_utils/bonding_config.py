@@ -49,7 +49,9 @@ RULE_PRIORITY_MAX = 32765  # 32766 and 32767 are the kernel's main and default r
 MANAGED_HEADER = "Managed by gpufabric.core.bonding (Ansible): local changes are overwritten."
 
 _IFNAME_FORBIDDEN = re.compile(r"[\s/:%]")
-_MAC = re.compile(r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$")
+# Whole-value patterns (fullmatch): a trailing newline or carriage return must not pass.
+_MAC = re.compile(r"[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}")
+_INTEGER = re.compile(r"-?[0-9]+")
 # Fixed namespace so NetworkManager profile UUIDs stay the same from run to run (idempotence).
 _UUID_NAMESPACE = uuid.UUID("5b0e3c9e-4f0a-4c53-9a7e-0c6d2f1b7a31")
 
@@ -82,8 +84,8 @@ def _as_int(value):
     """Ints, and strings of digits as YAML or extra-vars may give them; None when not an integer."""
     if _is_int(value):
         return value
-    if isinstance(value, str) and re.match(r"^-?\d+$", value.strip()):
-        return int(value.strip())
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip(" ")):
+        return int(value.strip(" "))
     return None
 
 
@@ -99,7 +101,7 @@ def interface_name_problem(name):
 
 
 def is_mac(value):
-    return isinstance(value, str) and bool(_MAC.match(value))
+    return isinstance(value, str) and bool(_MAC.fullmatch(value))
 
 
 def _check_int(problems, label, value, low, high):
@@ -362,8 +364,17 @@ def normalize(bonds=None, vlans=None, ethernets=None, bond_defaults=None, prefix
         if not isinstance(raw_members, list) or not raw_members:
             problems.append("%s: must list at least one member interface (name or MAC address)" % where("members"))
             raw_members = []
+        bond_names = [b.get("name") for b in bonds if isinstance(b, dict)] if isinstance(bonds, list) else []
         for m_index, member in enumerate(raw_members):
             label = "%s[%d]" % (where("members"), m_index)
+            if member == name:
+                problems.append("%s: %s is the bond itself; a bond's members are the interfaces it aggregates"
+                                % (label, member))
+                continue
+            if member in bond_names:
+                problems.append("%s: %s is another bond of %s; the kernel cannot put a bond into a bond"
+                                % (label, member, bonds_var))
+                continue
             if is_mac(member):
                 key = member.lower().replace("-", ":")
                 members.append({"name": None, "mac": key, "id": "%s-port%d" % (name, m_index)})
@@ -380,6 +391,10 @@ def normalize(bonds=None, vlans=None, ethernets=None, bond_defaults=None, prefix
             else:
                 member_owner[key] = where()
         entry["members"] = members
+        if mode == "802.3ad" and len(members) == 1 and len(raw_members) == 1:
+            problems.append("%s: an 802.3ad (LACP) bond needs at least two members, %s has one; an LACP bond of one "
+                            "link has no redundancy and the switch side is often configured for two" % (
+                                where("members"), name))
         if entry["min_links"] is not None and members and entry["min_links"] > len(members):
             problems.append("%s: %d is more than the bond's %d members: the bond would never come up"
                             % (where("min_links"), entry["min_links"], len(members)))
@@ -554,7 +569,7 @@ def render_networkd(config, file_prefix="10-gpufabric-"):
 
 # netplan ----------------------------------------------------------------------------------------------------------
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 
 
 def _yaml_scalar(value):
@@ -572,7 +587,7 @@ def _yaml(value, indent=0):
     lines = []
     if isinstance(value, dict):
         for key, item in value.items():
-            key_text = key if _PLAIN_KEY.match(key) else json.dumps(key)
+            key_text = key if _PLAIN_KEY.fullmatch(key) else json.dumps(key)
             if isinstance(item, (dict, list)) and item:
                 lines.append("%s%s:" % (pad, key_text))
                 lines.extend(_yaml(item, indent + 2))
