@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+import calendar
 import json
+import time
 
 TRANSACTION = "/var/lib/gpufabric/bonding/current"
 
@@ -34,6 +36,16 @@ def test_eth0_has_its_old_address_back_and_not_the_new_one(host):
     old = [line.split("=", 1)[1] for line in before.splitlines() if line.startswith("Address=")][0]
     assert old in addresses
     assert not host.file("/etc/systemd/network/10-gpufabric-eth0.network").exists
+
+
+def test_the_timer_fired_on_time(host):
+    # Measured on the host's own clock: the rollback began when the window closed, not whenever the controller got
+    # round to it.
+    evidence = json.loads(host.file("/root/rollback-test.json").content_string)
+    log = host.file(TRANSACTION + "/rollback.log").content_string
+    started = [line.split(" ", 1)[0] for line in log.splitlines() if "rolling back (networkd)" in line][0]
+    began = calendar.timegm(time.strptime(started, "%Y-%m-%dT%H:%M:%SZ"))
+    assert 0 <= began - evidence["armed_at"] <= evidence["rollback_timeout"] + 15
 
 
 def test_the_controller_recorded_the_revert(host):
