@@ -83,7 +83,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_addressing import (
     HAS_NETADDR, NETADDR_IMPORT_ERROR, addressing_problems)
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_config import BondingConfigError, normalize
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import BondingConfigError, normalize
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 

@@ -223,8 +223,12 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_addressing as ba
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_config as bc
+from ansible_collections.gpufabric.core.plugins.module_utils import bonding_plan as bp
+from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_netplan as brp
+from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_networkd as brn
+from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_nm as brm
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_transaction as bt
+from ansible_collections.gpufabric.core.plugins.module_utils import bonding_validate as bv
 
 BACKEND_DEFAULTS = {
     "networkd": {"config_dir": "/etc/systemd/network", "file_prefix": "10-gpufabric-", "mode": 0o644},
@@ -354,9 +358,9 @@ class Validator:
             return ["systemd-networkd could not be run in an isolated namespace to validate the files (it needs "
                     "root with CAP_SYS_ADMIN for unshare); its output: %s" % output.strip()[-600:]]
         # networkd always reads /etc/systemd/network: the staged copy is mounted there, whatever config_dir is.
-        ours = bc.networkd_file_problems(output, self.desired, NETWORKD_DIR)
+        ours = brn.networkd_file_problems(output, self.desired, NETWORKD_DIR)
         existing = os.listdir(self.directory) if os.path.isdir(self.directory) else []
-        others = [line for line in bc.networkd_file_problems(output, existing, NETWORKD_DIR) if line not in ours]
+        others = [line for line in brn.networkd_file_problems(output, existing, NETWORKD_DIR) if line not in ours]
         self.result["warnings"].extend("systemd-networkd, file not managed by this module: %s" % line
                                        for line in others)
         return ["systemd-networkd would ignore a setting: %s" % line for line in ours]
@@ -382,7 +386,7 @@ class Validator:
                 problems.append("nmcli rejected %s: %s" % (change["name"], (err or out).strip()))
                 continue
             problems.extend("%s: %s" % (change["name"], problem)
-                            for problem in bc.keyfile_dropped_settings(change["after"], out))
+                            for problem in brm.keyfile_dropped_settings(change["after"], out))
         self.result.update(ran=True, output="\n".join(outputs))
         return problems
 
@@ -404,21 +408,21 @@ class Transaction:
     def write_state(self):
         self.put("backend", self.backend + "\n")
         self.put("config_dir", self.directory + "\n")
-        manifest = bc.manifest_text(self.changes, self.directory)
+        manifest = bp.manifest_text(self.changes, self.directory)
         for line, change in zip(manifest.splitlines(), self.changes):
             backup = line.split("\t")[2]
             if backup != "-":
                 shutil.copy2(os.path.join(self.directory, change["name"]), os.path.join(self.path, "files", backup))
         if self.backend == "networkd":
-            apply, revert = bc.networkd_netdevs_to_delete(self.changes)
+            apply, revert = bp.networkd_netdevs_to_delete(self.changes)
             self.put("apply.delete", "".join(name + "\n" for name in apply))
             self.put("revert.delete", "".join(name + "\n" for name in revert))
         if self.backend == "networkmanager":
-            apply, revert = bc.networkmanager_profiles_to_activate(self.changes)
+            apply, revert = bp.networkmanager_profiles_to_activate(self.changes)
             self.put("apply.up", "".join(name + "\n" for name in apply))
             self.put("revert.up", "".join(name + "\n" for name in revert))
         # The manifest last: the helper treats a transaction without one as empty.
-        self.put(bc.MANIFEST, manifest)
+        self.put(bp.MANIFEST, manifest)
 
     def put(self, name, text):
         with open(os.path.join(self.path, name), "w") as handle:
@@ -536,7 +540,7 @@ def refuse_if_busy(module, hosts, result):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            backend=dict(type="str", required=True, choices=list(bc.BACKENDS)),
+            backend=dict(type="str", required=True, choices=list(bv.BACKENDS)),
             bonds=dict(type="list", elements="dict", default=[]),
             vlans=dict(type="list", elements="dict", default=[]),
             ethernets=dict(type="list", elements="dict", default=[]),
@@ -568,20 +572,20 @@ def main():
         module.fail_json(msg="rollback_timeout is %d s; it must be at least 30 s so that the controller can "
                              "reconnect and confirm before the host reverts" % params["rollback_timeout"], **result)
     try:
-        config = bc.normalize(params["bonds"], params["vlans"], params["ethernets"], params["bond_defaults"],
+        config = bv.normalize(params["bonds"], params["vlans"], params["ethernets"], params["bond_defaults"],
                               prefix=params["variable_prefix"])
         if ba.HAS_NETADDR:
             # The controller ran these already (bond_validate); again here where the host has netaddr.
             problems = ba.addressing_problems(config, prefix=params["variable_prefix"])
             if problems:
-                raise bc.BondingConfigError(problems)
+                raise bv.BondingConfigError(problems)
         if backend == "networkd":
-            desired = bc.render_networkd(config, file_prefix=prefix)
+            desired = brn.render_networkd(config, file_prefix=prefix)
         elif backend == "netplan":
-            desired = bc.render_netplan(config, file_name=prefix + ".yaml", renderer=params["netplan_renderer"])
+            desired = brp.render_netplan(config, file_name=prefix + ".yaml", renderer=params["netplan_renderer"])
         else:
-            desired = bc.render_networkmanager(config, profile_prefix=prefix)
-    except bc.BondingConfigError as error:
+            desired = brm.render_networkmanager(config, profile_prefix=prefix)
+    except bv.BondingConfigError as error:
         module.fail_json(msg=str(error), problems=error.problems, **result)
     result["config"] = config
     result["files"] = [os.path.join(directory, name) for name in sorted(desired)]
@@ -599,11 +603,11 @@ def main():
         refuse_if_busy(module, hosts, result)
 
     current = read_owned(backend, directory, prefix)
-    changes = bc.plan_changes(current, desired)
+    changes = bp.plan_changes(current, desired)
     result["changes"] = [{"action": c["action"], "path": os.path.join(directory, c["name"])} for c in changes]
-    result["checksums_before"] = {os.path.join(directory, c["name"]): bc.sha1(c["before"]) for c in changes}
+    result["checksums_before"] = {os.path.join(directory, c["name"]): bp.sha1(c["before"]) for c in changes}
     if module._diff:
-        result["diff"] = bc.diff_entries(changes, directory)
+        result["diff"] = bp.diff_entries(changes, directory)
     if not changes:
         module.exit_json(**result)
     result["changed"] = True
