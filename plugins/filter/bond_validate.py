@@ -13,6 +13,10 @@ description:
     LACP rate, transmit hash policy and aggregator selection against the kernel's values, the options that apply to
     each mode, the MTU range, IP addresses, routes and routing rules, VLAN ids (1-4094) and parents, interface
     names, and that no interface is a member of two bonds or defined twice.
+  - It also refuses what is well-formed but wrong (checked with netaddr) - an 802.3ad bond with one member, a bond
+    listed as its own member or as a member of another bond, a route whose gateway lies outside every subnet of
+    its interface (unless C(on_link) is set), two default routes of one address family in one table with the same
+    metric, and subnets of different interfaces that overlap.
   - Returns the definitions with the defaults applied. Every problem found is reported at once, each naming the
     variable and the item (for example C(bonding_bonds[0] (bond0).lacp_rate)).
   - The same rules run again on the host in M(gpufabric.core.bond_config).
@@ -41,6 +45,8 @@ options:
     description: Prefix of the variable names in error messages.
     type: str
     default: bonding
+requirements:
+  - netaddr (on the controller)
 author:
   - gpufabric.core contributors (@gpufabric)
 """
@@ -73,12 +79,23 @@ _value:
       elements: dict
 """
 
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_config import BondingConfigError, normalize
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding_addressing import (
+    HAS_NETADDR, NETADDR_IMPORT_ERROR, addressing_problems)
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import BondingConfigError, normalize
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 
 def bond_validate(bonds, vlans=None, ethernets=None, defaults=None, prefix="bonding"):
-    return normalize(bonds, vlans, ethernets, defaults, prefix=prefix)
+    if not HAS_NETADDR:
+        raise AnsibleFilterError("bond_validate needs the Python package netaddr on the controller "
+                                 "(pip install netaddr): %s" % NETADDR_IMPORT_ERROR)
+    config = normalize(bonds, vlans, ethernets, defaults, prefix=prefix)
+    problems = addressing_problems(config, prefix=prefix)
+    if problems:
+        raise BondingConfigError(problems)
+    return config
 
 
 class FilterModule:

@@ -46,7 +46,7 @@ _value:
 """
 
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_config import runtime_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding_runtime import runtime_problems
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 

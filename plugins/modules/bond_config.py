@@ -15,10 +15,18 @@ description:
     keyfiles, and checks the result with the backend's own tool (C(netplan generate --root-dir),
     C(systemd-networkd) loading the files in a throw-away network and mount namespace, C(nmcli --offline)) before
     any file is touched.
-  - When files change, it backs them up, arms a transient systemd timer (C(gpufabric-bonding-rollback.timer)) that
+  - When files change, it backs them up, arms a systemd timer (C(gpufabric-bonding-rollback.timer)) that
     restores them and re-activates the previous configuration after O(rollback_timeout) seconds, installs the
     new files and starts the activation in the background (C(gpufabric-bonding-apply.service)), so a change that
     cuts the connection is still undone by the host itself.
+  - The rollback units are persistent files in C(/etc/systemd/system), written before any configuration file and
+    removed on confirm or rollback. One of them (C(gpufabric-bonding-rollback-boot.service)) runs early at boot,
+    before any network service, so a host that restarts before the change is confirmed comes up on its previous
+    configuration.
+  - One transaction per host. The module holds the host-wide lock C(<state_dir>/lock) from reading the current
+    files until the activation is started, and C(<state_dir>/pending) names the armed transaction (which, started
+    when, by which run, changing what) until it is confirmed or rolled back. While a transaction is armed, every
+    other run fails, naming it, and changes nothing.
   - The caller confirms the change (C(gpufabric-bonding-activate confirm)) once it has reconnected and verified
     the host; the M(gpufabric.core.bond_config) module never confirms by itself. The role
     C(gpufabric.core.bonding) does this.
@@ -90,13 +98,25 @@ options:
     type: int
     default: 180
   state_dir:
-    description: Where the transaction (backup, manifest, logs) is kept; the latest one is C(<state_dir>/current).
+    description:
+      - Where the transactions (backup, manifest, logs) are kept, one directory each; C(<state_dir>/current) links
+        to the latest one.
     type: path
     default: /var/lib/gpufabric/bonding
   helper:
     description: Path of the activation helper installed by the role (C(gpufabric-bonding-activate)).
     type: path
     default: /usr/local/libexec/gpufabric-bonding-activate
+  run_label:
+    description:
+      - Who runs this change (for example the play and the controller's user), recorded in C(<state_dir>/pending)
+        and shown to any run refused while this change is armed.
+    type: str
+    default: ""
+  lock_timeout:
+    description: Seconds to wait for the host-wide lock held by another run of this module or by the helper.
+    type: int
+    default: 30
 attributes:
   check_mode:
     support: full
@@ -105,9 +125,12 @@ attributes:
     support: full
     description: Returns the before and after text of every changed file.
 notes:
-  - Needs root, systemd (C(systemd-run)) and, for O(validate) with networkd, the right to create mount and network
+  - Needs root, systemd (C(systemctl), C(systemd-run)) and, for O(validate) with networkd, the right to create mount and network
     namespaces (C(unshare), CAP_SYS_ADMIN).
-  - Addresses are checked with Python's C(ipaddress) module, which runs on the host without extra packages.
+  - Addresses are checked with Python's C(ipaddress) module, which runs on the host without extra packages. The
+    checks of the configuration as a whole (gateways outside their interface's subnets, two default routes in one
+    table, overlapping subnets) need netaddr; they run on the controller in P(gpufabric.core.bond_validate#filter)
+    and again here only where the host has netaddr.
 seealso:
   - module: ansible.posix.sysctl
   - name: netplan generate
@@ -168,7 +191,12 @@ transaction:
   description: Directory of this change's backup, manifest and logs; empty when nothing changed.
   returned: always
   type: str
-  sample: /var/lib/gpufabric/bonding/current
+  sample: /var/lib/gpufabric/bonding/20261201T091500Z-5c1e0a7d
+pending:
+  description: When the run was refused because another transaction is armed, that transaction's record.
+  returned: failure
+  type: dict
+  sample: {id: 20261201T091500Z-5c1e0a7d, started: "2026-12-01T09:15:00Z", run: "play Converge by root"}
 rollback_armed:
   description: Whether the rollback timer was armed (the change must be confirmed).
   returned: always
@@ -194,10 +222,13 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_config as bc
-
-ROLLBACK_UNIT = "gpufabric-bonding-rollback"
-APPLY_UNIT = "gpufabric-bonding-apply"
+from ansible_collections.gpufabric.core.plugins.module_utils import bonding_addressing as ba
+from ansible_collections.gpufabric.core.plugins.module_utils import bonding_plan as bp
+from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_netplan as brp
+from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_networkd as brn
+from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_nm as brm
+from ansible_collections.gpufabric.core.plugins.module_utils import bonding_transaction as bt
+from ansible_collections.gpufabric.core.plugins.module_utils import bonding_validate as bv
 
 BACKEND_DEFAULTS = {
     "networkd": {"config_dir": "/etc/systemd/network", "file_prefix": "10-gpufabric-", "mode": 0o644},
@@ -327,9 +358,9 @@ class Validator:
             return ["systemd-networkd could not be run in an isolated namespace to validate the files (it needs "
                     "root with CAP_SYS_ADMIN for unshare); its output: %s" % output.strip()[-600:]]
         # networkd always reads /etc/systemd/network: the staged copy is mounted there, whatever config_dir is.
-        ours = bc.networkd_file_problems(output, self.desired, NETWORKD_DIR)
+        ours = brn.networkd_file_problems(output, self.desired, NETWORKD_DIR)
         existing = os.listdir(self.directory) if os.path.isdir(self.directory) else []
-        others = [line for line in bc.networkd_file_problems(output, existing, NETWORKD_DIR) if line not in ours]
+        others = [line for line in brn.networkd_file_problems(output, existing, NETWORKD_DIR) if line not in ours]
         self.result["warnings"].extend("systemd-networkd, file not managed by this module: %s" % line
                                        for line in others)
         return ["systemd-networkd would ignore a setting: %s" % line for line in ours]
@@ -355,7 +386,7 @@ class Validator:
                 problems.append("nmcli rejected %s: %s" % (change["name"], (err or out).strip()))
                 continue
             problems.extend("%s: %s" % (change["name"], problem)
-                            for problem in bc.keyfile_dropped_settings(change["after"], out))
+                            for problem in brm.keyfile_dropped_settings(change["after"], out))
         self.result.update(ran=True, output="\n".join(outputs))
         return problems
 
@@ -365,44 +396,39 @@ def systemctl(module, *args):
 
 
 class Transaction:
-    def __init__(self, module, backend, directory, changes, mode):
+    def __init__(self, module, backend, directory, changes, mode, path):
         self.module = module
         self.backend = backend
         self.directory = directory
         self.changes = changes
         self.mode = mode
-        self.path = os.path.join(module.params["state_dir"], "current")
+        self.path = path
         self.installed = []
 
     def write_state(self):
-        state_dir = self.module.params["state_dir"]
-        os.makedirs(state_dir, mode=0o700, exist_ok=True)
-        previous = os.path.join(state_dir, "previous")
-        if os.path.isdir(self.path):
-            shutil.rmtree(previous, ignore_errors=True)
-            os.rename(self.path, previous)
-        os.makedirs(os.path.join(self.path, "files"), mode=0o700)
         self.put("backend", self.backend + "\n")
         self.put("config_dir", self.directory + "\n")
-        manifest = bc.manifest_text(self.changes, self.directory)
+        manifest = bp.manifest_text(self.changes, self.directory)
         for line, change in zip(manifest.splitlines(), self.changes):
             backup = line.split("\t")[2]
             if backup != "-":
                 shutil.copy2(os.path.join(self.directory, change["name"]), os.path.join(self.path, "files", backup))
         if self.backend == "networkd":
-            apply, revert = bc.networkd_netdevs_to_delete(self.changes)
+            apply, revert = bp.networkd_netdevs_to_delete(self.changes)
             self.put("apply.delete", "".join(name + "\n" for name in apply))
             self.put("revert.delete", "".join(name + "\n" for name in revert))
         if self.backend == "networkmanager":
-            apply, revert = bc.networkmanager_profiles_to_activate(self.changes)
+            apply, revert = bp.networkmanager_profiles_to_activate(self.changes)
             self.put("apply.up", "".join(name + "\n" for name in apply))
             self.put("revert.up", "".join(name + "\n" for name in revert))
         # The manifest last: the helper treats a transaction without one as empty.
-        self.put(bc.MANIFEST, manifest)
+        self.put(bp.MANIFEST, manifest)
 
     def put(self, name, text):
         with open(os.path.join(self.path, name), "w") as handle:
             handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
 
     def install(self):
         os.makedirs(self.directory, mode=0o755, exist_ok=True)
@@ -431,22 +457,59 @@ class Transaction:
                     handle.write(change["before"])
 
 
-def arm_rollback(module, transaction):
+def write_file(path, text, mode=0o644):
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=directory, prefix=".gpufabric-")
+    with os.fdopen(handle, "w") as stream:
+        stream.write(text)
+        stream.flush()
+        os.fsync(stream.fileno())
+    os.chmod(temp, mode)
+    os.rename(temp, path)
+
+
+def remove_units(module):
+    """Stop and remove the persistent rollback units (they belong to one transaction only)."""
+    systemctl(module, "stop", bt.ROLLBACK_UNIT + ".timer")
+    for path in list(bt.rollback_units("-", "-", 0, "-")) + [bt.boot_wants_link()]:
+        if os.path.lexists(path):
+            os.unlink(path)
+    systemctl(module, "daemon-reload")
+
+
+def arm_rollback(module, hosts, transaction, record):
+    """Write the pending marker and the persistent units, then start the timer. Returns an error or None."""
     helper, timeout = module.params["helper"], module.params["rollback_timeout"]
-    for unit in (ROLLBACK_UNIT + ".timer", ROLLBACK_UNIT + ".service", APPLY_UNIT + ".service"):
+    hosts.write_pending(record)
+    try:
+        for path, text in bt.rollback_units(helper, transaction.path, timeout, record["id"]).items():
+            write_file(path, text)
+        link = bt.boot_wants_link()
+        os.makedirs(os.path.dirname(link), mode=0o755, exist_ok=True)
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(os.path.join(bt.UNIT_DIR, bt.BOOT_UNIT + ".service"), link)
+    except (IOError, OSError) as error:
+        return "could not write the rollback units in %s: %s" % (bt.UNIT_DIR, to_text(error))
+    for unit in (bt.ROLLBACK_UNIT + ".timer", bt.ROLLBACK_UNIT + ".service", bt.APPLY_UNIT + ".service"):
         systemctl(module, "reset-failed", unit)
-    rc, out, err = module.run_command([
-        "systemd-run", "--unit", ROLLBACK_UNIT, "--on-active=%ds" % timeout, "--timer-property=AccuracySec=1s",
-        "--description", "gpufabric.core.bonding: restore the previous network configuration unless confirmed",
-        helper, "rollback", transaction.path])
+    rc, out, err = systemctl(module, "daemon-reload")
+    if rc == 0:
+        rc, out, err = systemctl(module, "start", bt.ROLLBACK_UNIT + ".timer")
     if rc != 0:
-        return "could not arm the rollback timer (systemd-run): %s" % (err or out).strip()
+        return "could not arm the rollback timer (systemctl): %s" % (err or out).strip()
     return None
+
+
+def disarm_after_failure(module, hosts, transaction):
+    remove_units(module)
+    hosts.clear_pending(transaction.path)
 
 
 def start_activation(module, transaction):
     rc, out, err = module.run_command([
-        "systemd-run", "--unit", APPLY_UNIT, "--no-block", "--collect",
+        "systemd-run", "--unit", bt.APPLY_UNIT, "--no-block", "--collect",
         "--description", "gpufabric.core.bonding: activate the new network configuration",
         module.params["helper"], "apply", transaction.path])
     if rc != 0:
@@ -454,10 +517,30 @@ def start_activation(module, transaction):
     return None
 
 
+def refuse_if_busy(module, hosts, result):
+    """Under the lock: fail naming the armed transaction; clear the marker of one that finished."""
+    try:
+        finished = hosts.check_not_armed()
+    except bt.TransactionBusy as error:
+        module.fail_json(msg=to_text(error), pending=hosts.pending(), **result)
+    if finished and not module.check_mode:
+        remove_units(module)
+        hosts.clear_pending(finished["directory"])
+    if module.get_bin_path("systemctl"):
+        # A transient timer armed by an older version of this module keeps no pending marker.
+        rc, out, dummy = systemctl(module, "is-active", bt.ROLLBACK_UNIT + ".timer")
+        if out.strip() == "active":
+            rc, out, dummy = systemctl(module, "show", "-p", "NextElapseUSecRealtime", bt.ROLLBACK_UNIT + ".timer")
+            module.fail_json(msg="A previous bonding change on this host is still waiting for confirmation and "
+                                 "will be reverted by %s.timer (%s). Wait until it has fired (systemctl list-timers "
+                                 "%s.timer), then run again." % (bt.ROLLBACK_UNIT, out.strip(), bt.ROLLBACK_UNIT),
+                             **result)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            backend=dict(type="str", required=True, choices=list(bc.BACKENDS)),
+            backend=dict(type="str", required=True, choices=list(bv.BACKENDS)),
             bonds=dict(type="list", elements="dict", default=[]),
             vlans=dict(type="list", elements="dict", default=[]),
             ethernets=dict(type="list", elements="dict", default=[]),
@@ -471,6 +554,8 @@ def main():
             rollback_timeout=dict(type="int", default=180),
             state_dir=dict(type="path", default="/var/lib/gpufabric/bonding"),
             helper=dict(type="path", default="/usr/local/libexec/gpufabric-bonding-activate"),
+            run_label=dict(type="str", default=""),
+            lock_timeout=dict(type="int", default=30),
         ),
         supports_check_mode=True,
     )
@@ -487,33 +572,42 @@ def main():
         module.fail_json(msg="rollback_timeout is %d s; it must be at least 30 s so that the controller can "
                              "reconnect and confirm before the host reverts" % params["rollback_timeout"], **result)
     try:
-        config = bc.normalize(params["bonds"], params["vlans"], params["ethernets"], params["bond_defaults"],
+        config = bv.normalize(params["bonds"], params["vlans"], params["ethernets"], params["bond_defaults"],
                               prefix=params["variable_prefix"])
+        if ba.HAS_NETADDR:
+            # The controller ran these already (bond_validate); again here where the host has netaddr.
+            problems = ba.addressing_problems(config, prefix=params["variable_prefix"])
+            if problems:
+                raise bv.BondingConfigError(problems)
         if backend == "networkd":
-            desired = bc.render_networkd(config, file_prefix=prefix)
+            desired = brn.render_networkd(config, file_prefix=prefix)
         elif backend == "netplan":
-            desired = bc.render_netplan(config, file_name=prefix + ".yaml", renderer=params["netplan_renderer"])
+            desired = brp.render_netplan(config, file_name=prefix + ".yaml", renderer=params["netplan_renderer"])
         else:
-            desired = bc.render_networkmanager(config, profile_prefix=prefix)
-    except bc.BondingConfigError as error:
+            desired = brm.render_networkmanager(config, profile_prefix=prefix)
+    except bv.BondingConfigError as error:
         module.fail_json(msg=str(error), problems=error.problems, **result)
     result["config"] = config
     result["files"] = [os.path.join(directory, name) for name in sorted(desired)]
 
-    if params["activate"] and module.get_bin_path("systemctl"):
-        rc, out, dummy = systemctl(module, "is-active", ROLLBACK_UNIT + ".timer")
-        if out.strip() == "active":
-            rc, out, dummy = systemctl(module, "show", "-p", "NextElapseUSecRealtime", ROLLBACK_UNIT + ".timer")
-            module.fail_json(msg="A previous bonding change on this host is still waiting for confirmation and "
-                                 "will be reverted by %s.timer (%s). Wait until it has fired (systemctl list-timers "
-                                 "%s.timer), then run again." % (ROLLBACK_UNIT, out.strip(), ROLLBACK_UNIT), **result)
+    # One transaction per host: everything from reading the current files to starting the activation runs under
+    # the host-wide lock, and a transaction still armed (not confirmed, not rolled back) refuses this one.
+    hosts = bt.HostTransactions(params["state_dir"])
+    if not module.check_mode:
+        # Check mode writes nothing, not even the lock file: it only reads the marker.
+        try:
+            hosts.acquire(timeout=params["lock_timeout"])
+        except bt.TransactionBusy as error:
+            module.fail_json(msg="%s; this run is refused and changed nothing" % to_text(error), **result)
+    if os.path.isdir(params["state_dir"]):
+        refuse_if_busy(module, hosts, result)
 
     current = read_owned(backend, directory, prefix)
-    changes = bc.plan_changes(current, desired)
+    changes = bp.plan_changes(current, desired)
     result["changes"] = [{"action": c["action"], "path": os.path.join(directory, c["name"])} for c in changes]
-    result["checksums_before"] = {os.path.join(directory, c["name"]): bc.sha1(c["before"]) for c in changes}
+    result["checksums_before"] = {os.path.join(directory, c["name"]): bp.sha1(c["before"]) for c in changes}
     if module._diff:
-        result["diff"] = bc.diff_entries(changes, directory)
+        result["diff"] = bp.diff_entries(changes, directory)
     if not changes:
         module.exit_json(**result)
     result["changed"] = True
@@ -531,31 +625,45 @@ def main():
     if module.check_mode:
         module.exit_json(**result)
 
-    transaction = Transaction(module, backend, directory, changes, defaults["mode"])
+    started = time.time()
+    tx_id = bt.transaction_id(started, os.urandom(4).hex())
+    transaction = Transaction(module, backend, directory, changes, defaults["mode"], hosts.new_transaction(tx_id))
     transaction.write_state()
     result["transaction"] = transaction.path
     if params["activate"]:
-        error = arm_rollback(module, transaction)
+        record = {
+            "id": tx_id, "directory": transaction.path, "started": bt.iso(started),
+            "deadline": bt.iso(started + params["rollback_timeout"]), "run": params["run_label"],
+            # The controller's address as sshd saw it, when the module runs over SSH.
+            "client": (os.environ.get("SSH_CONNECTION") or os.environ.get("SSH_CLIENT") or "").split(" ")[0],
+            "changes": ", ".join("%s %s" % (c["action"], c["path"]) for c in result["changes"]),
+        }
+        error = arm_rollback(module, hosts, transaction, record)
         if error:
-            module.fail_json(msg=error + "; nothing was changed", **result)
+            disarm_after_failure(module, hosts, transaction)
+            result["changed"] = False
+            module.fail_json(msg=error + "; no configuration file was changed", **result)
         result["rollback_armed"] = True
-        result["rollback_deadline"] = int(time.time()) + params["rollback_timeout"]
+        result["rollback_deadline"] = int(started) + params["rollback_timeout"]
     try:
         transaction.install()
     except (IOError, OSError) as error:
         transaction.undo_files()
         if result["rollback_armed"]:
-            systemctl(module, "stop", ROLLBACK_UNIT + ".timer")
+            disarm_after_failure(module, hosts, transaction)
         module.fail_json(msg="Writing %s failed (%s); the files already written were restored and nothing was "
                              "activated" % (directory, to_text(error)), **result)
     if params["activate"]:
         error = start_activation(module, transaction)
         if error:
-            # Nothing was activated: put the files back now instead of waiting for the timer.
+            # Nothing was activated: put the files back now instead of waiting for the timer. The helper takes
+            # the host lock itself.
+            hosts.release()
             rc, out, err = module.run_command([params["helper"], "rollback", transaction.path])
             module.fail_json(msg="%s; the previous files were restored (helper exit status %d) and nothing was "
                                  "activated" % (error, rc), **result)
         result["activation_started"] = True
+    hosts.release()
     module.exit_json(**result)
 
 

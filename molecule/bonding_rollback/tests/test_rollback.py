@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+import calendar
 import json
+import time
 
 TRANSACTION = "/var/lib/gpufabric/bonding/current"
 
@@ -36,7 +38,54 @@ def test_eth0_has_its_old_address_back_and_not_the_new_one(host):
     assert not host.file("/etc/systemd/network/10-gpufabric-eth0.network").exists
 
 
+def test_the_timer_fired_on_time(host):
+    # Measured on the host's own clock: the rollback began when the window closed, not whenever the controller got
+    # round to it.
+    evidence = json.loads(host.file("/root/rollback-test.json").content_string)
+    log = host.file(TRANSACTION + "/rollback.log").content_string
+    started = [line.split(" ", 1)[0] for line in log.splitlines() if "rolling back (networkd)" in line][0]
+    began = calendar.timegm(time.strptime(started, "%Y-%m-%dT%H:%M:%SZ"))
+    assert 0 <= began - evidence["armed_at"] <= evidence["rollback_timeout"] + 15
+
+
 def test_the_controller_recorded_the_revert(host):
     evidence = json.loads(host.file("/root/rollback-test.json").content_string)
     assert "was reverted" in evidence["message"]
     assert evidence["before"] == ["/etc/systemd/network/20-lab-eth0.network"]
+
+
+def test_the_rollback_restored_once_even_when_asked_again(host):
+    # The revert path asks again after the timer fired (revert.yml's revert-now): the restore must not run twice.
+    log = host.file(TRANSACTION + "/rollback.log").content_string
+    assert log.count("rolling back (networkd)") == 1
+    assert log.count("restored /etc/systemd/network/10-gpufabric-eth0.network") == 1
+    assert "revert-now: nothing to start, the change was already rolled back or confirmed" in log
+
+
+def test_nothing_is_left_armed(host):
+    assert not host.file("/var/lib/gpufabric/bonding/pending").exists
+    for unit in ("gpufabric-bonding-rollback.timer", "gpufabric-bonding-rollback.service",
+                 "gpufabric-bonding-rollback-boot.service", "sysinit.target.wants/gpufabric-bonding-rollback-boot.service"):
+        assert not host.file("/etc/systemd/system/" + unit).exists, unit
+
+
+def test_run_b_was_refused_naming_run_a(host):
+    evidence = json.loads(host.file("/root/overlap-reboot-test.json").content_string)
+    run_a = evidence["transaction"].rsplit("/", 1)[1]
+    assert run_a in evidence["refused"] and "by run A of the molecule scenario" in evidence["refused"]
+    assert "198.51.100.10" in evidence["armed_addresses"]
+
+
+def test_a_restart_inside_the_window_came_back_on_the_previous_configuration(host):
+    evidence = json.loads(host.file("/root/overlap-reboot-test.json").content_string)
+    assert "198.51.100.10" not in evidence["rebooted_addresses"]
+    log = host.file(evidence["transaction"] + "/rollback.log").content_string
+    assert "rolling back at boot (networkd): the host restarted before the change was confirmed" in log
+    assert "restored /etc/systemd/network/10-gpufabric-eth0.network (create undone)" in log
+    assert log.count("rolling back") == 1
+    assert "already rolled back" in evidence["revert_again"]
+    # In this boot (the one after the restart) systemd started the boot unit before systemd-networkd.
+    messages = host.check_output("journalctl -b 0 --no-pager -o cat _PID=1").splitlines()
+    boot_unit = [i for i, line in enumerate(messages) if "the host restarted before the change was confirmed" in line]
+    networkd = [i for i, line in enumerate(messages) if "Network Configuration" in line]
+    assert boot_unit and networkd and boot_unit[0] < networkd[0]

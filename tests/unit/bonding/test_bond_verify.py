@@ -58,11 +58,11 @@ def test_missing_member_and_wrong_mode():
 
 
 def test_absent_bond_is_a_problem_not_an_error():
-    assert bond_verify("", expected(["eno1"])) == [
+    assert bond_verify("", expected(["eno1", "eno2"])) == [
         "bond0: /proc/net/bonding/bond0 does not exist: the kernel did not create the bond (is the bonding driver "
         "available?)"]
 
 
 def test_text_that_is_not_bonding_output_raises_a_filter_error():
     with pytest.raises(AnsibleFilterError, match="Bonding Mode"):
-        bond_verify("hello\n", expected(["eno1"]))
+        bond_verify("hello\n", expected(["eno1", "eno2"]))

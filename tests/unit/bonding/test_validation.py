@@ -9,7 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.core.plugins.filter.bond_validate import FilterModule
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_config import BondingConfigError, normalize
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import BondingConfigError, normalize
 
 bond_validate = FilterModule().filters()["bond_validate"]
 
@@ -83,8 +83,8 @@ def test_member_in_two_bonds():
 
 
 def test_same_mac_in_two_bonds_whatever_its_spelling():
-    problems = problems_of(bonds=[{"name": "bond0", "members": ["b8:ce:f6:01:02:03"]},
-                                  {"name": "bond1", "members": ["B8-CE-F6-01-02-03"]}])
+    problems = problems_of(bonds=[{"name": "bond0", "mode": "active-backup", "members": ["b8:ce:f6:01:02:03"]},
+                                  {"name": "bond1", "mode": "active-backup", "members": ["B8-CE-F6-01-02-03"]}])
     assert "already a member of bonding_bonds[0] (bond0)" in problems[0]
 
 
