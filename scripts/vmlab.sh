@@ -190,6 +190,22 @@ validate_count() {
     ((10#$n >= 1 && 10#$n <= LAB_MAX_NODES)) || die "VM count must be from 1 to $LAB_MAX_NODES, got $n"
 }
 
+# The environment's settings, checked before anything is built or started.
+validate_settings() {
+    [[ -z "${GPUFABRIC_VMLAB_ACCEL:-}" || "$GPUFABRIC_VMLAB_ACCEL" == kvm || "$GPUFABRIC_VMLAB_ACCEL" == tcg ]] ||
+        die "GPUFABRIC_VMLAB_ACCEL must be kvm or tcg, got '$GPUFABRIC_VMLAB_ACCEL'"
+    if ! [[ "$MEMORY" =~ ^[0-9]+$ ]] || ((10#$MEMORY < 512)); then
+        die "GPUFABRIC_VMLAB_MEMORY must be a number of MiB, at least 512, got '$MEMORY'"
+    fi
+    local name port
+    for name in GPUFABRIC_VMLAB_SSH_PORT GPUFABRIC_VMLAB_LINK_PORT; do
+        port=${!name:-22400}
+        if ! [[ "$port" =~ ^[0-9]+$ ]] || ((10#$port < 1024 || 10#$port > 65000)); then
+            die "$name must be a port number from 1024 to 65000, got '$port'"
+        fi
+    done
+}
+
 node_name() { printf 'vm%02d' "$1"; }
 
 # The data links of a lab of COUNT VMs, one line each: node nic peer peer_nic local_port peer_port. NICs are
@@ -221,8 +237,6 @@ mac_of() { printf '52:54:00:67:%02x:%02x' "$1" "$2"; }
 probe_accel() {
     local image=$1 out key cached=$CACHE_DIR/accel-probe
     if [[ -n "${GPUFABRIC_VMLAB_ACCEL:-}" ]]; then
-        [[ "$GPUFABRIC_VMLAB_ACCEL" == kvm || "$GPUFABRIC_VMLAB_ACCEL" == tcg ]] ||
-            die "GPUFABRIC_VMLAB_ACCEL must be kvm or tcg, got '$GPUFABRIC_VMLAB_ACCEL'"
         echo "$GPUFABRIC_VMLAB_ACCEL"
         return
     fi
@@ -453,6 +467,7 @@ lab_up() {
     local count=$1 image accel snapdir
     validate_count "$count"
     count=$((10#$count))
+    validate_settings
     host_setup
     image=$(ensure_image)
     lab_down
