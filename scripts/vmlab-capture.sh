@@ -5,12 +5,14 @@
 # It changes the VMs (bond, VLAN, rxe0): run it on a fresh lab, then take the lab down.
 #
 #   scripts/vmlab-capture.sh [OUTPUT_DIR]     default tests/fixtures/lab_qemu
+#   VMLAB_CAPTURE=ipsec scripts/vmlab-capture.sh   only some parts (bonding, rdma, ipsec; default all three)
 set -Eeuo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VMLAB=$ROOT/scripts/vmlab.sh
 OUT=${1:-$ROOT/tests/fixtures/lab_qemu}
 STATE_DIR=$ROOT/.lab/vm-${GPUFABRIC_VMLAB_NAME:-vmlab}
+PARTS=,${VMLAB_CAPTURE:-bonding,rdma,ipsec},
 VLAN=100
 SUBNET=10.100.0
 
@@ -59,6 +61,7 @@ wait_for_lacp vm01
 wait_for_lacp vm02
 log "LACP negotiated on both VMs in $((SECONDS - start)) s"
 on vm01 "ping -c 3 -M do -s 8972 $SUBNET.2" >&2
+if [[ $PARTS == *,bonding,* ]]; then
 capture lab-qemu-bonding-bond0-lacp-vm01.txt vm01 "$BOND_SETUP; partner negotiated" 'cat /proc/net/bonding/bond0'
 capture lab-qemu-bonding-bond0-lacp-vm02.txt vm02 "$BOND_SETUP; partner negotiated" 'cat /proc/net/bonding/bond0'
 
@@ -70,7 +73,9 @@ capture lab-qemu-bonding-bond0-cable-pulled-vm01.txt vm01 \
 "$VMLAB" link vm01 ens5 on
 wait_for_lacp vm01
 wait_for_lacp vm02
+fi
 
+if [[ $PARTS == *,rdma,* ]]; then
 RXE_SETUP="Soft-RoCE rxe0 on bond0 ($BOND_SETUP), rdma link add rxe0 type rxe netdev bond0"
 for i in 1 2; do
     on "vm0$i" 'modprobe rdma_rxe && rdma link add rxe0 type rxe netdev bond0'
@@ -106,3 +111,40 @@ sleep 2
 capture lab-qemu-ib_write_bw-rxe0-server.txt vm02 \
     "$RXE_SETUP; server side of the run above, started as ib_write_bw $PERF_ARGS -x $GID2, output of the finished run" \
     'cat /tmp/ib_write_bw-server.txt'
+fi
+
+if [[ $PARTS == *,ipsec,* ]]; then
+# Kernel ESP between the VLAN addresses (strongSwan, no kernel-libipsec), a pre-shared key made for this run and
+# never printed; the ipsec role uses X.509, which changes nothing in these outputs but the auth lines.
+psk=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+for i in 1 2; do
+    j=$((3 - i))
+    on "vm0$i" "umask 077; cat >/etc/swanctl/conf.d/capture.conf" <<EOF
+connections {
+    lab {
+        local_addrs = $SUBNET.$i
+        remote_addrs = $SUBNET.$j
+        proposals = aes256gcm16-prfsha256-ecp256
+        local { auth = psk
+                id = $SUBNET.$i }
+        remote { auth = psk
+                 id = $SUBNET.$j }
+        children { vlan$VLAN { mode = transport
+                              esp_proposals = aes256gcm16 } }
+    }
+}
+secrets { ike-lab { id-1 = $SUBNET.1
+                    id-2 = $SUBNET.2
+                    secret = 0x$psk } }
+EOF
+    on "vm0$i" "systemctl restart strongswan.service && sleep 2 && swanctl --load-all >/dev/null"
+done
+on vm01 "swanctl --initiate --child vlan$VLAN >/dev/null"
+on vm01 "ping -c 5 -i 0.2 $SUBNET.2 >/dev/null"
+IPSEC_SETUP="strongSwan 5.9 charon-systemd (kernel xfrm, no kernel-libipsec) between the VLAN addresses $SUBNET.1 and $SUBNET.2 of $BOND_SETUP; IKEv2 with a pre-shared key, CHILD SA in transport mode, aes256gcm16; 5 pings through it"
+capture lab-qemu-swanctl-list-sas-kernel-esp.txt vm01 "$IPSEC_SETUP" 'swanctl --list-sas'
+# The keys are the SA's secrets: replaced in the capture (nothing else is changed).
+capture lab-qemu-ip-xfrm-state-kernel-esp.txt vm01 "$IPSEC_SETUP; key material replaced by 0x<key>" \
+    "ip xfrm state | sed -E 's/0x[0-9a-f]{16,}/0x<key>/'"
+capture lab-qemu-ip-xfrm-policy-kernel-esp.txt vm01 "$IPSEC_SETUP" 'ip xfrm policy'
+fi

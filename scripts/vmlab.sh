@@ -36,7 +36,7 @@ SNAPSHOT_NAME=lab-ready
 BOOT_TIMEOUT=${GPUFABRIC_VMLAB_BOOT_TIMEOUT:-420}
 # Packages of the VM image: the roles' needs and the tools the scenarios run inside, since the management network
 # reaches nothing. Changing this list (or the image recipe below) changes the image's hash.
-IMAGE_PACKAGES=systemd,systemd-sysv,udev,kmod,dbus,openssh-server,python3,python3-apt,iproute2,iputils-ping,sudo,procps,ca-certificates,netbase,less,initramfs-tools,linux-image-amd64,rdma-core,ibverbs-providers,ibverbs-utils,infiniband-diags,perftest,rdmacm-utils,iperf3,strongswan-swanctl,charon-systemd,strongswan-pki,libcharon-extra-plugins,tcpdump,ethtool,e2fsprogs
+IMAGE_PACKAGES=systemd,systemd-sysv,udev,kmod,dbus,openssh-server,python3,python3-apt,iproute2,iputils-ping,sudo,procps,ca-certificates,netbase,less,initramfs-tools,linux-image-amd64,rdma-core,ibverbs-providers,ibverbs-utils,infiniband-diags,perftest,rdmacm-utils,iperf3,strongswan-swanctl,charon-systemd,strongswan-pki,libcharon-extra-plugins,libstrongswan-standard-plugins,libstrongswan-extra-plugins,tcpdump,ethtool,e2fsprogs
 
 die() { echo "vmlab: $*" >&2; exit 1; }
 log() { echo "vmlab: $*" >&2; }
@@ -78,13 +78,14 @@ guest_files() {
         >"$rootfs/etc/systemd/network/10-vmlab-management.network"
     cat >"$rootfs/etc/systemd/system/vmlab-ssh-hostkeys.service" <<'UNIT'
 [Unit]
-Description=Generate SSH host keys for this lab VM
+Description=Generate the SSH host key of this lab VM
 Before=ssh.service
 ConditionPathExists=!/etc/ssh/ssh_host_ed25519_key
 
 [Service]
 Type=oneshot
-ExecStart=/usr/bin/ssh-keygen -A
+# Ed25519 only: an RSA key takes a minute to make under emulation.
+ExecStart=/usr/bin/ssh-keygen -q -t ed25519 -N "" -f /etc/ssh/ssh_host_ed25519_key
 
 [Install]
 WantedBy=multi-user.target
@@ -106,9 +107,11 @@ UNIT
         vmlab-authorized-key.service ssh.service >/dev/null 2>&1
     # Nothing waits for the data links, and no one logs in on a console.
     chroot "$rootfs" systemctl mask systemd-networkd-wait-online.service getty@tty1.service \
-        serial-getty@ttyS0.service apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer \
+        serial-getty@ttyS0.service apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service \
+        fstrim.timer \
         >/dev/null 2>&1
-    printf 'PermitRootLogin prohibit-password\nUseDNS no\n' >"$rootfs/etc/ssh/sshd_config.d/vmlab.conf"
+    printf 'PermitRootLogin prohibit-password\nUseDNS no\nHostKey /etc/ssh/ssh_host_ed25519_key\n' \
+        >"$rootfs/etc/ssh/sshd_config.d/vmlab.conf"
     # Each VM makes its own machine id at first boot.
     : >"$rootfs/etc/machine-id"
     rm -f "$rootfs/var/lib/dbus/machine-id"
@@ -171,7 +174,8 @@ ensure_image() {
     else
         mkdir -p "$CACHE_DIR"
         start=$SECONDS
-        build_image "$dir"
+        # Its tools' chatter goes to stderr: stdout is this function's answer.
+        build_image "$dir" >&2
         log "image built in $((SECONDS - start)) s: $(du -h --apparent-size "$dir/base.qcow2" | cut -f1) qcow2" \
             "($(du -h "$dir/base.qcow2" | cut -f1) on disk), kernel $(cat "$dir/kernel-release")"
         # Images (and their snapshots) of older recipes are of no further use, unless a running lab uses one.

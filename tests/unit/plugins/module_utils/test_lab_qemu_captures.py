@@ -5,7 +5,8 @@
 
 scripts/vmlab-capture.sh made them on two VMs with Debian 12's generic kernel, each bonded (802.3ad) over its two
 links to the other, a VLAN on the bond, then Soft-RoCE (rxe0) on the bond and ib_write_bw between the VMs. The
-values asserted are those the kernel printed; the captures are unedited.
+values asserted are those the kernel printed; the captures are unedited, except the SA keys in `ip xfrm state`,
+replaced by 0x<key> when captured (its source line says so).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.bonding import pars
 from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import parse_ibstat
 from ansible_collections.gpufabric.core.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo, roce_v2_gid_index
 from ansible_collections.gpufabric.core.plugins.module_utils.perftest import parse_perftest
+from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import parse_list_sas
 
 FOLDER = "lab_qemu"
 LACP = {"vm01": "lab-qemu-bonding-bond0-lacp-vm01.txt", "vm02": "lab-qemu-bonding-bond0-lacp-vm02.txt"}
@@ -43,7 +45,8 @@ def test_every_capture_is_tested():
     tested = set(LACP.values()) | {PULLED, "lab-qemu-ibv_devinfo-rxe0.txt", "lab-qemu-ibv_devinfo-v-rxe0.txt",
                                    "lab-qemu-ibstat-rxe0.txt", "lab-qemu-rdma-link-rxe0.txt",
                                    "lab-qemu-sysfs-gids-rxe0.txt", "lab-qemu-ib_write_bw-rxe0-client.txt",
-                                   "lab-qemu-ib_write_bw-rxe0-server.txt"}
+                                   "lab-qemu-ib_write_bw-rxe0-server.txt", "lab-qemu-swanctl-list-sas-kernel-esp.txt",
+                                   "lab-qemu-ip-xfrm-state-kernel-esp.txt", "lab-qemu-ip-xfrm-policy-kernel-esp.txt"}
     assert sorted(tested) == fixture_names(FOLDER)
 
 
@@ -153,3 +156,35 @@ def test_ib_write_bw_over_rxe0_between_the_vms(side):
     # Emulated RDMA: a measured figure above zero, not a performance number.
     assert run["bw_avg_gbps_max"] == pytest.approx(0.030459)
     assert run["rows"][0]["bw_peak_gbps"] == pytest.approx(0.053270)
+
+
+def test_swanctl_list_sas_kernel_esp_child_sa_installed_with_traffic():
+    sas = parse_list_sas(_read("lab-qemu-swanctl-list-sas-kernel-esp.txt"))
+    assert [(sa["name"], sa["state"], sa["version"], sa["initiator"]) for sa in sas] == [
+        ("lab", "ESTABLISHED", 2, True)]
+    ike = sas[0]
+    assert (ike["local"]["host"], ike["remote"]["host"]) == ("10.100.0.1", "10.100.0.2")
+    assert ike["algorithms"] == ["AES_GCM_16-256", "PRF_HMAC_SHA2_256", "ECP_256"]
+    [child] = ike["children"]
+    assert (child["name"], child["state"], child["mode"], child["udp_encap"], child["protocol"]) == (
+        "vlan100", "INSTALLED", "TRANSPORT", False, "ESP")
+    assert child["algorithms"] == ["AES_GCM_16-256"]
+    # The 5 pings of the capture, counted on the kernel SA in both directions.
+    assert (child["packets_in"], child["packets_out"], child["bytes_in"], child["bytes_out"]) == (5, 5, 320, 320)
+    assert (child["local_ts"], child["remote_ts"]) == (["10.100.0.1/32"], ["10.100.0.2/32"])
+
+
+def test_ip_xfrm_state_kernel_aead_matches_the_child_sa():
+    text = _read("lab-qemu-ip-xfrm-state-kernel-esp.txt")
+    # The kernel holds both SAs with the AEAD (AES-GCM, 128-bit ICV), SPIs as swanctl lists them.
+    assert re.findall(r"proto esp spi 0x([0-9a-f]+) reqid 1 mode transport", text) == ["c0162bd4", "ceb68be2"]
+    assert text.count("aead rfc4106(gcm(aes)) 0x<key> 128") == 2
+    [child] = parse_list_sas(_read("lab-qemu-swanctl-list-sas-kernel-esp.txt"))[0]["children"]
+    assert (child["spi_out"], child["spi_in"]) == ("c0162bd4", "ceb68be2")
+
+
+def test_ip_xfrm_policy_protects_only_the_vlan_addresses():
+    text = _read("lab-qemu-ip-xfrm-policy-kernel-esp.txt")
+    assert "src 10.100.0.1/32 dst 10.100.0.2/32 \n\tdir out" in text
+    assert "src 10.100.0.2/32 dst 10.100.0.1/32 \n\tdir in" in text
+    assert text.count("proto esp") == 2 and text.count("mode transport") == 2
