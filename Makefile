@@ -1,9 +1,10 @@
 # Entry points. Each target sets up what it needs (scripts/setup.sh is idempotent and fast when nothing changed).
 NODES ?= 4
+VMS ?= 2
 SCENARIO ?= bonding
 SHELL := /bin/bash
 
-.PHONY: run test setup lab-up lab-down image lint sanity units molecule bench docs clean
+.PHONY: run test setup lab-up lab-down vmlab-up vmlab-down image lint sanity units molecule bench docs clean
 
 run: ## Set up, start the lab, run playbooks/site.yml then playbooks/verify.yml, print where the report is
 	scripts/run-lab.sh $(NODES)
@@ -19,6 +20,12 @@ lab-up: setup
 
 lab-down:
 	scripts/lab.sh down
+
+vmlab-up: setup ## QEMU VMs with Debian's kernel (bonding, 802.1Q, kernel ESP, Soft-RoCE); VMS=2 by default
+	scripts/vmlab.sh up $(VMS)
+
+vmlab-down:
+	scripts/vmlab.sh down
 
 image: setup
 	scripts/lab.sh image

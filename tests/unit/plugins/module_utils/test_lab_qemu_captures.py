@@ -1,0 +1,190 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The parsers on outputs captured from real kernels: tests/fixtures/lab_qemu, from the QEMU VM lab.
+
+scripts/vmlab-capture.sh made them on two VMs with Debian 12's generic kernel, each bonded (802.3ad) over its two
+links to the other, a VLAN on the bond, then Soft-RoCE (rxe0) on the bond and ib_write_bw between the VMs. The
+values asserted are those the kernel printed; the captures are unedited, except the SA keys in `ip xfrm state`,
+replaced by 0x<key> when captured (its source line says so).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fixture_data import fixture_names, read_fixture
+
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
+from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import parse_ibstat
+from ansible_collections.gpufabric.core.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo, roce_v2_gid_index
+from ansible_collections.gpufabric.core.plugins.module_utils.perftest import parse_perftest
+from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import parse_list_sas
+
+FOLDER = "lab_qemu"
+LACP = {"vm01": "lab-qemu-bonding-bond0-lacp-vm01.txt", "vm02": "lab-qemu-bonding-bond0-lacp-vm02.txt"}
+PULLED = "lab-qemu-bonding-bond0-cable-pulled-vm01.txt"
+# Each VM's bond system MAC (systemd's MAC policy gives a new bond its own address, not its first member's).
+SYSTEM_MAC = {"vm01": "c6:11:1d:fa:f7:0b", "vm02": "46:78:9d:e4:ec:78"}
+PEER = {"vm01": "vm02", "vm02": "vm01"}
+MEMBER_MAC = {"vm01": {"ens4": "52:54:00:67:01:04", "ens5": "52:54:00:67:01:05"},
+              "vm02": {"ens4": "52:54:00:67:02:04", "ens5": "52:54:00:67:02:05"}}
+
+
+def _read(name):
+    return read_fixture("%s/%s" % (FOLDER, name))
+
+
+def _partner_oper_keys(text):
+    """The partner's oper key of each member, from the 'details partner lacp pdu' blocks (not parsed)."""
+    return [int(key) for key in re.findall(r"details partner lacp pdu:\n(?:[ \t]+.*\n)*?[ \t]+oper key: (\d+)", text)]
+
+
+def test_every_capture_is_tested():
+    tested = set(LACP.values()) | {PULLED, "lab-qemu-ibv_devinfo-rxe0.txt", "lab-qemu-ibv_devinfo-v-rxe0.txt",
+                                   "lab-qemu-ibstat-rxe0.txt", "lab-qemu-rdma-link-rxe0.txt",
+                                   "lab-qemu-sysfs-gids-rxe0.txt", "lab-qemu-ib_write_bw-rxe0-client.txt",
+                                   "lab-qemu-ib_write_bw-rxe0-server.txt", "lab-qemu-swanctl-list-sas-kernel-esp.txt",
+                                   "lab-qemu-ip-xfrm-state-kernel-esp.txt", "lab-qemu-ip-xfrm-policy-kernel-esp.txt"}
+    assert sorted(tested) == fixture_names(FOLDER)
+
+
+@pytest.mark.parametrize("node", sorted(LACP))
+def test_lacp_partner_negotiated_on_both_members_of_both_vms(node):
+    text = _read(LACP[node])
+    bond = parse_bonding(text)
+    assert bond["driver_version"] == "v6.1.0-57-amd64"
+    assert (bond["mode"], bond["lacp_rate"], bond["xmit_hash_policy"], bond["mii_polling_ms"]) == (
+        "802.3ad", "fast", "layer3+4", 100)
+    assert bond["system_mac"] == SYSTEM_MAC[node]
+    aggregator = bond["active_aggregator"]
+    # The partner is the other VM's bond: its system MAC and key.
+    assert aggregator["partner_mac"] == SYSTEM_MAC[PEER[node]]
+    assert aggregator["number_of_ports"] == 2
+    assert aggregator["actor_key"] == aggregator["partner_key"] == 29
+    assert [(s["name"], s["permanent_hw_addr"]) for s in bond["slaves"]] == sorted(MEMBER_MAC[node].items())
+    for slave in bond["slaves"]:
+        assert slave["mii_status"] == "up" and slave["speed_mbps"] == 100000 and slave["duplex"] == "full"
+        assert slave["aggregator_id"] == aggregator["aggregator_id"]
+        assert slave["partner_mac"] == SYSTEM_MAC[PEER[node]]
+        # 63: activity, timeout (fast), aggregation, synchronised, collecting, distributing.
+        assert slave["actor_port_state"] == slave["partner_port_state"] == 63
+    assert _partner_oper_keys(text) == [29, 29]
+    assert bond["healthy"] is True and bond["problems"] == []
+
+
+def test_both_sides_agree_on_each_other():
+    vm01, vm02 = (parse_bonding(_read(LACP[node])) for node in ("vm01", "vm02"))
+    assert vm01["active_aggregator"]["partner_mac"] == vm02["system_mac"]
+    assert vm02["active_aggregator"]["partner_mac"] == vm01["system_mac"]
+
+
+def test_pulled_cable_member_down_and_named():
+    bond = parse_bonding(_read(PULLED))
+    state = {s["name"]: (s["mii_status"], s["link_failure_count"], s["actor_port_state"]) for s in bond["slaves"]}
+    # ens5's cable pulled at both ends: MII down, one failure counted, no longer collecting/distributing
+    # (port state 15); ens4 still carries the aggregator alone.
+    assert state == {"ens4": ("up", 0, 63), "ens5": ("down", 1, 15)}
+    assert bond["active_aggregator"]["number_of_ports"] == 1
+    assert bond["active_aggregator"]["partner_mac"] == SYSTEM_MAC["vm02"]
+    assert bond["healthy"] is False
+    assert any("ens5" in problem for problem in bond["problems"]), bond["problems"]
+    assert not any("ens4" in problem for problem in bond["problems"]), bond["problems"]
+
+
+def _rxe_port(name):
+    devices = parse_ibv_devinfo(_read(name))["devices"]
+    assert [device["name"] for device in devices] == ["rxe0"]
+    assert len(devices[0]["ports"]) == 1
+    return devices[0], devices[0]["ports"][0]
+
+
+def test_ibv_devinfo_rxe0_active_ethernet():
+    device, port = _rxe_port("lab-qemu-ibv_devinfo-rxe0.txt")
+    assert device["phys_port_cnt"] == 1 and device["fw_ver"] == "0.0.0"
+    # PORT_ACTIVE (4), as the parsers normalise it.
+    assert (port["state"], port["link_layer"], port["max_mtu"], port["active_mtu"]) == (
+        "ACTIVE", "Ethernet", 4096, 4096)
+    assert port["gids"] == []  # printed with -v only
+
+
+def test_ibv_devinfo_v_rxe0_gids_all_roce_v2_vlan_address_at_index_1():
+    _device, port = _rxe_port("lab-qemu-ibv_devinfo-v-rxe0.txt")
+    # PORT_ACTIVE (4) and LINK_UP (5), as the parsers normalise them.
+    assert port["state"] == "ACTIVE" and port["physical_state"] == "LinkUp"
+    # rxe reports 4X 25 Gbps whatever the netdev's speed.
+    assert (port["active_width"], port["rate_gbps"]) == ("4X", 100.0)
+    assert [(gid["index"], gid["gid"], gid["type"]) for gid in port["gids"]] == [
+        (0, "fe80::c411:1dff:fefa:f70b", "RoCE v2"),
+        (1, "::ffff:10.100.0.1", "RoCE v2"),
+        (2, "fe80::c411:1dff:fefa:f70b", "RoCE v2"),
+    ]
+    # The VLAN's IPv4 address, the GID that ib_write_bw -x 1 used.
+    assert roce_v2_gid_index(port["gids"]) == 1
+
+
+def test_sysfs_gid_table_matches_ibv_devinfo_and_names_the_vlan():
+    entries = dict(line.split(":", 1) for line in _read("lab-qemu-sysfs-gids-rxe0.txt").splitlines() if line)
+    assert entries["gids/1"] == "0000:0000:0000:0000:0000:ffff:0a64:0001"  # ::ffff:10.100.0.1
+    assert entries["gid_attrs/ndevs/1"] == "bond0.100" and entries["gid_attrs/types/1"] == "RoCE v2"
+    assert entries["gid_attrs/ndevs/0"] == "bond0"
+
+
+def test_ibstat_rxe0():
+    cas = parse_ibstat(_read("lab-qemu-ibstat-rxe0.txt"))["cas"]
+    assert [(ca["name"], ca["number_of_ports"], ca["node_guid"]) for ca in cas] == [("rxe0", 1, "0xc4111dfffefaf70b")]
+    port = cas[0]["ports"][0]
+    assert (port["state"], port["physical_state"], port["rate_gbps"], port["link_layer"]) == (
+        "ACTIVE", "LinkUp", 100.0, "Ethernet")
+
+
+def test_rdma_link_rxe0_on_the_bond():
+    # No parser reads `rdma link` yet: the line itself, as iproute2 prints it for a Soft-RoCE device.
+    assert _read("lab-qemu-rdma-link-rxe0.txt").split() == [
+        "link", "rxe0/1", "state", "ACTIVE", "physical_state", "LINK_UP", "netdev", "bond0"]
+
+
+@pytest.mark.parametrize("side", ["client", "server"])
+def test_ib_write_bw_over_rxe0_between_the_vms(side):
+    run = parse_perftest(_read("lab-qemu-ib_write_bw-rxe0-%s.txt" % side))
+    assert run["side"] == side and run["error"] is None
+    assert (run["test"], run["kind"], run["device"], run["link_layer"], run["gid_index"]) == (
+        "RDMA_Write BW", "bw", "rxe0", "Ethernet", 1)
+    assert run["connection_type"] == "RC" and run["mtu"] == 4096
+    assert [(row["bytes"], row["iterations"]) for row in run["rows"]] == [(65536, 200)]
+    # Emulated RDMA: a measured figure above zero, not a performance number.
+    assert run["bw_avg_gbps_max"] == pytest.approx(0.030459)
+    assert run["rows"][0]["bw_peak_gbps"] == pytest.approx(0.053270)
+
+
+def test_swanctl_list_sas_kernel_esp_child_sa_installed_with_traffic():
+    sas = parse_list_sas(_read("lab-qemu-swanctl-list-sas-kernel-esp.txt"))
+    assert [(sa["name"], sa["state"], sa["version"], sa["initiator"]) for sa in sas] == [
+        ("lab", "ESTABLISHED", 2, True)]
+    ike = sas[0]
+    assert (ike["local"]["host"], ike["remote"]["host"]) == ("10.100.0.1", "10.100.0.2")
+    assert ike["algorithms"] == ["AES_GCM_16-256", "PRF_HMAC_SHA2_256", "ECP_256"]
+    [child] = ike["children"]
+    assert (child["name"], child["state"], child["mode"], child["udp_encap"], child["protocol"]) == (
+        "vlan100", "INSTALLED", "TRANSPORT", False, "ESP")
+    assert child["algorithms"] == ["AES_GCM_16-256"]
+    # The 5 pings of the capture, counted on the kernel SA in both directions.
+    assert (child["packets_in"], child["packets_out"], child["bytes_in"], child["bytes_out"]) == (5, 5, 320, 320)
+    assert (child["local_ts"], child["remote_ts"]) == (["10.100.0.1/32"], ["10.100.0.2/32"])
+
+
+def test_ip_xfrm_state_kernel_aead_matches_the_child_sa():
+    text = _read("lab-qemu-ip-xfrm-state-kernel-esp.txt")
+    # The kernel holds both SAs with the AEAD (AES-GCM, 128-bit ICV), SPIs as swanctl lists them.
+    assert re.findall(r"proto esp spi 0x([0-9a-f]+) reqid 1 mode transport", text) == ["c0162bd4", "ceb68be2"]
+    assert text.count("aead rfc4106(gcm(aes)) 0x<key> 128") == 2
+    [child] = parse_list_sas(_read("lab-qemu-swanctl-list-sas-kernel-esp.txt"))[0]["children"]
+    assert (child["spi_out"], child["spi_in"]) == ("c0162bd4", "ceb68be2")
+
+
+def test_ip_xfrm_policy_protects_only_the_vlan_addresses():
+    text = _read("lab-qemu-ip-xfrm-policy-kernel-esp.txt")
+    assert "src 10.100.0.1/32 dst 10.100.0.2/32 \n\tdir out" in text
+    assert "src 10.100.0.2/32 dst 10.100.0.1/32 \n\tdir in" in text
+    assert text.count("proto esp") == 2 and text.count("mode transport") == 2
