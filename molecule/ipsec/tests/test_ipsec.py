@@ -148,6 +148,31 @@ def test_ca_stays_on_the_controller():
     assert sorted(len(list((PKI / "issued" / node).glob("*.pem"))) for node in NODES) == [1, 1, 1]
 
 
+@pytest.mark.parametrize("identity", ["%any", "ipsec-node3\\n"], ids=["wildcard", "newline"])
+def test_one_bad_identity_stops_every_node_before_anything_changes(identity):
+    """node3's identity is bad: node1 and node2 must not write it into their swanctl.conf either; nothing changes."""
+    def state():
+        return {node: node_exec(node, "sha256sum /etc/swanctl/conf.d/gpufabric.conf /etc/swanctl/x509/gpufabric.crt")
+                for node in NODES}
+
+    before = state()
+    issued = sorted((PKI / "issued").rglob("*.pem"))
+    untouched = [sa for sa in sas_of("ipsec-node1") if sa["name"] == "gf-ipsec-node2"][0]
+    bad = json.dumps({"ipsec_identity": "{{ '%s' if inventory_hostname == 'ipsec-node3' else '' }}" % identity})
+    rc, output = run_role(str(SCENARIO / "converge.yml"), "-e", bad, expect_success=False)
+    assert rc != 0
+    # The callback may fold long messages (and escape the line breaks): compare the words only.
+    words = " ".join(output.replace("\\", " ").split())
+    assert words.count("nothing was changed. ipsec-node3: ipsec_identity: ") == len(NODES), output[-4000:]
+    for node in NODES:
+        assert [line for line in output.splitlines() if line.startswith("fatal: [%s]" % node)], output[-4000:]
+        assert re.search(r"%s\s+: ok=\d+\s+changed=0\s+unreachable=0\s+failed=1" % node, output), output[-3000:]
+    assert state() == before
+    assert sorted((PKI / "issued").rglob("*.pem")) == issued
+    still = [sa for sa in sas_of("ipsec-node1") if sa["name"] == "gf-ipsec-node2"][0]
+    assert still["uniqueid"] == untouched["uniqueid"]
+
+
 def test_node_with_certificate_from_other_ca_is_refused_and_named():
     run_role(str(SCENARIO / "other_ca.yml"))
     rc, output = run_role(str(SCENARIO / "converge.yml"), "--tags", "ipsec_verify", expect_success=False)
