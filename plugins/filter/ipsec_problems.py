@@ -12,9 +12,9 @@ name: ipsec_problems
 short_description: List what is wrong with the ipsec settings of some hosts and the members of their mesh
 version_added: 0.1.0
 description:
-  - Checks every value the C(gpufabric.core.ipsec) role writes into swanctl.conf or uses for its CA, and returns one
+  - "Checks every value the C(gpufabric.core.ipsec) role writes into swanctl.conf or uses for its CA, and returns one
     sentence per problem, each starting with the host and naming the variable (for example
-    C(node3: ipsec_identity: '%any' is a wildcard)). An empty list means the settings are usable.
+    C(node3: ipsec_identity: '%any' is a wildcard)). An empty list means the settings are usable."
   - "Identities: an IP address, a host name or user@domain (gateways also a distinguished name); wildcards, type
     prefixes, quotes, backslashes, newlines and carriage returns are refused. Every mesh member's identity is
     checked, so that a bad one stops every host before any peer writes it into its configuration."

@@ -417,8 +417,8 @@ def host_problems(settings, host, mesh_hosts=None, awx_job="", path=None):
     if mesh_hosts is not None:
         outside = [h for h in revoked if h not in mesh_hosts]
         if outside:
-            problems.append("%sipsec_revoked_hosts: %s not in the mesh group %s" % (path, ", ".join(map(str, outside)),
-                                                                                  group))
+            names = ", ".join(map(str, outside))
+            problems.append("%sipsec_revoked_hosts: %s not in the mesh group %s" % (path, names, group))
     mode = settings.get("ipsec_mode", "tunnel")
     if mode == "transport":
         if settings.get("ipsec_kernel_libipsec"):
