@@ -294,6 +294,11 @@ def _pki_problems(settings, path, awx_job):
         problem = _address_problem(address)
         if problem:
             problems.append("%sipsec_pki_cert_addresses[%d]: %s" % (path, index, problem))
+    passphrase = settings.get("ipsec_pki_ca_passphrase", "")
+    # The value is never repeated in a message: it is a secret.
+    if passphrase and (not isinstance(passphrase, str) or len(passphrase) < 16 or _CONTROL.search(passphrase)):
+        problems.append("%sipsec_pki_ca_passphrase: must be a string of at least 16 characters without control "
+                        "characters (or empty for an unencrypted CA key)" % path)
     pki_dir = settings.get("ipsec_pki_dir", "")
     if not isinstance(pki_dir, str) or _CONTROL.search(pki_dir):
         problems.append("%sipsec_pki_dir: must be a path without control characters, got %r" % (path, pki_dir))

@@ -234,3 +234,36 @@ def test_revoked_host_is_refused_by_its_peers():
     journal = node_exec("ipsec-node1", "journalctl -u strongswan.service --since -3min --no-pager")
     assert "certificate was revoked" in journal
     assert not [sa for sa in sas_of("ipsec-node1") if sa["name"] == "gf-ipsec-node3"]
+
+
+def test_ca_key_encrypted_with_a_passphrase_from_vault():
+    """A new CA whose key is encrypted with a passphrase from Ansible Vault; a wrong passphrase leaves it untouched."""
+    encrypted = EPHEMERAL / "pki-encrypted"
+    secret = "molecule vault passphrase 0123456789"
+    password_file = EPHEMERAL / "vault-password"
+    password_file.write_text("molecule vault password\n")
+    password_file.chmod(0o600)
+    vault = subprocess.run([str(ROOT / ".venv" / "bin" / "ansible-vault"), "encrypt_string", "--vault-password-file",
+                            str(password_file), "--name", "ipsec_pki_ca_passphrase", secret],
+                           capture_output=True, text=True, timeout=120, check=True)
+    vars_file = EPHEMERAL / "vault-vars.yml"
+    vars_file.write_text(vault.stdout + "ipsec_pki_dir: %s\n" % encrypted)
+    rc, output = run_role(str(SCENARIO / "converge.yml"), "-vvv", "-e", "@%s" % vars_file,
+                          "--vault-password-file", str(password_file))
+    key = (encrypted / "ca.key").read_text()
+    assert key.startswith("-----BEGIN ENCRYPTED PRIVATE KEY-----")
+    assert oct((encrypted / "ca.key").stat().st_mode & 0o777) == "0o600"
+    assert secret not in output
+    assert not [line for line in key_body_lines(key) if line in output]
+    ca = (encrypted / "ca.crt").read_text().strip()
+    for node in NODES:
+        # Every node trusts the new CA and holds a certificate it signed (the CRL too is signed with the key).
+        assert node_exec(node, "cat /etc/swanctl/x509ca/gpufabric-ca.crt").strip() == ca
+        node_exec(node, "openssl verify -CAfile /etc/swanctl/x509ca/gpufabric-ca.crt /etc/swanctl/x509/gpufabric.crt")
+        assert not [r for r in evaluate_sas(sas_of(node), expected_for(node), ["AES_GCM_16-256"]) if not r["ok"]]
+    before = (encrypted / "ca.key").read_bytes()
+    wrong = json.dumps({"ipsec_pki_dir": str(encrypted), "ipsec_pki_ca_passphrase": "not the vault passphrase"})
+    rc, output = run_role(str(SCENARIO / "converge.yml"), "-e", wrong, expect_success=False)
+    assert rc != 0
+    assert "ipsec_pki_ca_passphrase must be the passphrase it is encrypted with" in " ".join(output.split())
+    assert (encrypted / "ca.key").read_bytes() == before

@@ -285,3 +285,11 @@ def test_mesh_refuses_a_gateway_id_or_name_that_cannot_be_written():
         build_mesh("node1", nodes, gateways=[dict(gateway, id="gw\n")])
     with pytest.raises(MeshError, match="name: "):
         build_mesh("node1", nodes, gateways=[dict(gateway, name="gw\nx")])
+
+
+def test_ca_passphrase_long_enough_and_never_repeated():
+    assert ipsec_problems({"n": settings(ipsec_pki_ca_passphrase="correct horse battery staple")}) == []
+    problems = ipsec_problems({"n": settings(ipsec_pki_ca_passphrase="hunter2")})
+    assert problems == ["n: ipsec_pki_ca_passphrase: must be a string of at least 16 characters without control "
+                        "characters (or empty for an unencrypted CA key)"]
+    assert "hunter2" not in problems[0]
