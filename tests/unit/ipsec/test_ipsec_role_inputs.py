@@ -192,3 +192,40 @@ def test_old_preflight_identity_regex_let_a_trailing_newline_through():
     pattern = re.search(r"match\('(.*)'\)", preflight_before).group(1)
     assert re.match(pattern, "node3\n")
     assert "$')" not in (ROOT / "roles" / "ipsec" / "tasks" / "preflight.yml").read_text()
+
+
+# The CA key on the controller
+
+PKI_PLAY = [{
+    "name": "The controller side of the ipsec role's PKI phase",
+    "hosts": "localhost",
+    "connection": "local",
+    "gather_facts": False,
+    "vars": {"ansible_python_interpreter": "{{ ansible_playbook_python }}"},
+    "tasks": [{"name": "PKI", "ansible.builtin.include_role": {"name": "gpufabric.core.ipsec", "tasks_from": "pki"}}],
+}]
+
+
+def test_wrong_ca_passphrase_stops_the_run_and_keeps_the_key(tmp_path):
+    """Before, failed_when: false recorded the failure as success: a wrong passphrase went unnoticed."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    pki = tmp_path / "pki"
+    pki.mkdir(mode=0o700)
+    key = ec.generate_private_key(ec.SECP384R1()).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.BestAvailableEncryption(b"the right passphrase 0123"))
+    (pki / "ca.key").write_bytes(key)
+    (pki / "ca.key").chmod(0o600)
+    rc, report = run_playbook(tmp_path, PKI_PLAY, {"all": {"hosts": {"localhost": {}}}},
+                              {"ipsec_pki_dir": str(pki), "ipsec_pki_ca_passphrase": "a wrong passphrase 0123"})
+    assert rc == 2
+    tasks = report["plays"][0]["tasks"]
+    last = tasks[-1]
+    assert last["task"]["name"] == "gpufabric.core.ipsec : Report a failure to create the CA private key"
+    message = last["hosts"]["localhost"]["msg"]
+    assert "ipsec_pki_ca_passphrase must be the passphrase it is encrypted with" in message
+    assert "a wrong passphrase" not in json.dumps(report)
+    assert (pki / "ca.key").read_bytes() == key
+    assert not (pki / "ca.crt").exists()
