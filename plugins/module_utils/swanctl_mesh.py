@@ -13,6 +13,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import identity_problem, name_problem
+
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -84,12 +86,26 @@ def build_mesh(local_name, nodes, vlan_subnets=None, gateways=None, revoked=None
     bypass_networks: networks that never enter a tunnel (all protocols), for monitoring or out-of-band paths.
     """
     revoked = set(revoked or [])
-    for entry in list(nodes) + list(gateways or []):
+    gateway_list = list(gateways or [])
+    for entry in list(nodes) + gateway_list:
         if not isinstance(entry, dict) or not entry.get("name"):
             raise MeshError("every mesh member and gateway needs a name, got %r" % (entry,))
         if not entry.get("address"):
             raise MeshError("host %s lacks address: set ipsec_address for it in the inventory (or gather its "
                             "facts in this play)" % entry["name"])
+    # Every member's name and identity before any connection: one bad peer fails every host's mesh, so that no host
+    # writes it into its swanctl.conf while the peer's own run fails.
+    for entry in list(nodes) + gateway_list:
+        is_gateway = any(entry is g for g in gateway_list)
+        what = ("gateway %r ipsec_gateways" if is_gateway else "host %r") % (entry["name"],)
+        problem = name_problem(entry["name"])
+        if problem:
+            raise MeshError("%s name: %s" % (what, problem))
+        if not entry.get("id"):
+            raise MeshError("%s has no IKE identity (ipsec_identity)" % entry["name"])
+        problem = identity_problem(entry.get("id"), allow_dn=is_gateway)
+        if problem:
+            raise MeshError("%s %s: %s" % (what, "id" if is_gateway else "ipsec_identity", problem))
     by_name = {}
     for node in nodes:
         if node["name"] in by_name:
@@ -111,8 +127,6 @@ def build_mesh(local_name, nodes, vlan_subnets=None, gateways=None, revoked=None
         if conn in names:
             raise MeshError("hosts %s and %s map onto the same connection name %s" % (names[conn], node["name"], conn))
         names[conn] = node["name"]
-        if not node.get("id"):
-            raise MeshError("%s has no IKE identity (ipsec_identity)" % node["name"])
     for node in nodes:
         selectors[node["name"]] = node_selectors(node, vlan_subnets)
     for gateway in gateways or []:

@@ -6,9 +6,11 @@ from the roles' real argument_specs. ansible-runner, the engine AWX uses, runs s
 test_site.py.
 """
 
+import json
 import shutil
 import subprocess
 
+import pytest
 import yaml
 
 from integration_helpers import ROOT, run_logged, tail
@@ -84,3 +86,88 @@ def test_survey_specs_render_for_every_role(tmp_path):
                 assert question["type"] == "multiplechoice"
                 assert question["choices"] == [str(c) for c in option["choices"]]
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+# The whole fleet in one job, and a CA that outlives the job
+
+WHOLE_FLEET_PLAYBOOKS = {"discover.yml", "ipsec.yml", "nccl.yml", "verify.yml"}
+
+
+def imported_playbooks(path):
+    """The playbook's own name and every playbook it imports, transitively."""
+    names = {path.name}
+    for play in yaml.safe_load(path.read_text()) or []:
+        imported = play.get("ansible.builtin.import_playbook") or play.get("import_playbook")
+        if imported:
+            names |= imported_playbooks(path.parent / imported)
+    return names
+
+
+def test_job_templates_whose_plays_need_the_whole_fleet_are_not_sliced():
+    """A sliced ipsec job creates one CA per slice (each in its own execution environment): the mesh splits."""
+    play = yaml.safe_load((ROOT / "playbooks" / "awx_configure.yml").read_text())[0]
+    sliced = {t["name"] for t in play["vars"]["awx_job_templates"] if t["slice"]}
+    whole_fleet = {t["name"] for t in play["vars"]["awx_job_templates"]
+                   if imported_playbooks(ROOT / t["playbook"]) & WHOLE_FLEET_PLAYBOOKS}
+    assert {"gpufabric discover", "gpufabric ipsec", "gpufabric nccl", "gpufabric verify",
+            "gpufabric configure"} <= whole_fleet
+    assert sliced & whole_fleet == set()
+    assert sliced == {"gpufabric rdma", "gpufabric bonding", "gpufabric cooling"}
+    # The playbook says why, next to the list.
+    text = (ROOT / "playbooks" / "awx_configure.yml").read_text()
+    for reason in ("discover: builds the fabric map", "ipsec: one CA signs every host",
+                   "nccl: its consistency check", "verify: the bandwidth sweep", "configure (site.yml)"):
+        assert reason in text
+
+
+IPSEC_PLAY = [{"name": "The ipsec role as an AWX job runs it", "hosts": "ipsec", "gather_facts": False,
+               "roles": [{"role": "gpufabric.core.ipsec"}]}]
+
+
+def run_ipsec_preflight(tmp_path, extra_vars):
+    hosts = {name: {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                    "ipsec_address": address} for name, address in (("node1", "10.0.0.1"), ("node2", "10.0.0.2"))}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"ipsec": {"hosts": hosts}}}}))
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(IPSEC_PLAY))
+    env = {"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default", "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_CACHE_PLUGIN": "ansible.builtin.memory", "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks"}
+    return run_logged("awx-ipsec-" + tmp_path.name, ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"),
+                                                     str(tmp_path / "play.yml"), "--check",
+                                                     "-e", json.dumps(extra_vars)], timeout=300, env=env)
+
+
+@pytest.mark.parametrize("job_var", ["awx_job_id", "tower_job_id"])
+def test_ipsec_from_awx_refuses_the_default_ca_folder_before_anything(tmp_path, job_var):
+    rc, out = run_ipsec_preflight(tmp_path, {job_var: 4711})
+    assert rc == 2, tail(out)
+    words = " ".join(out.split())
+    for host in ("node1", "node2"):
+        assert f"fatal: [{host}]" in out
+    assert "node1: ipsec_pki_dir: running from AWX (job 4711)" in words
+    assert "TASK [gpufabric.core.ipsec : Gather the facts" not in out
+
+
+def test_ipsec_from_awx_refuses_a_ca_folder_inside_the_execution_environment(tmp_path):
+    rc, out = run_ipsec_preflight(tmp_path, {"awx_job_id": 12, "ipsec_pki_dir": "/runner/pki"})
+    assert rc == 2, tail(out)
+    assert "/runner/pki is inside the AWX execution environment" in " ".join(out.split())
+
+
+@pytest.mark.parametrize("extra, passes", [
+    ({"awx_job_id": 12}, False),
+    ({"awx_job_id": 12, "ipsec_pki_dir": "/srv/gpufabric/pki/ipsec"}, True),
+    ({}, True),
+])
+def test_check_inventory_applies_the_same_awx_rule(extra, passes):
+    command = ["ansible-playbook", "-i", str(ROOT / "inventories" / "example"),
+               str(ROOT / "playbooks" / "check_inventory.yml"), "--limit", "ipsec"]
+    if extra:
+        command += ["-e", json.dumps(extra)]
+    rc, out = run_logged("awx-check-inventory-%d" % len(extra), command, timeout=300,
+                         env={"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default", "ANSIBLE_NOCOLOR": "1"})
+    if passes:
+        assert rc == 0, tail(out)
+    else:
+        assert rc != 0
+        failures = [line for line in out.splitlines() if line.startswith("fatal: [")]
+        assert len(failures) == 2 and all("running from AWX (job 12)" in line for line in failures), tail(out)

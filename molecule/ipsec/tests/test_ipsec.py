@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import testinfra
+from cryptography.hazmat.primitives import serialization
 
 SCENARIO = Path(__file__).resolve().parents[1]
 ROOT = SCENARIO.parents[1]
@@ -148,6 +149,31 @@ def test_ca_stays_on_the_controller():
     assert sorted(len(list((PKI / "issued" / node).glob("*.pem"))) for node in NODES) == [1, 1, 1]
 
 
+@pytest.mark.parametrize("identity", ["%any", "ipsec-node3\\n"], ids=["wildcard", "newline"])
+def test_one_bad_identity_stops_every_node_before_anything_changes(identity):
+    """node3's identity is bad: node1 and node2 must not write it into their swanctl.conf either; nothing changes."""
+    def state():
+        return {node: node_exec(node, "sha256sum /etc/swanctl/conf.d/gpufabric.conf /etc/swanctl/x509/gpufabric.crt")
+                for node in NODES}
+
+    before = state()
+    issued = sorted((PKI / "issued").rglob("*.pem"))
+    untouched = [sa for sa in sas_of("ipsec-node1") if sa["name"] == "gf-ipsec-node2"][0]
+    bad = json.dumps({"ipsec_identity": "{{ '%s' if inventory_hostname == 'ipsec-node3' else '' }}" % identity})
+    rc, output = run_role(str(SCENARIO / "converge.yml"), "-e", bad, expect_success=False)
+    assert rc != 0
+    for node in NODES:
+        # Each node fails in the check, naming the host and variable (the fatal line is the task's JSON result).
+        fatal = [line for line in output.splitlines() if line.startswith("fatal: [%s]" % node)]
+        assert fatal, output[-4000:]
+        assert "nothing was changed. ipsec-node3: ipsec_identity: " in fatal[0]
+        assert re.search(r"%s\s+: ok=\d+\s+changed=0\s+unreachable=0\s+failed=1" % node, output), output[-3000:]
+    assert state() == before
+    assert sorted((PKI / "issued").rglob("*.pem")) == issued
+    still = [sa for sa in sas_of("ipsec-node1") if sa["name"] == "gf-ipsec-node2"][0]
+    assert still["uniqueid"] == untouched["uniqueid"]
+
+
 def test_node_with_certificate_from_other_ca_is_refused_and_named():
     run_role(str(SCENARIO / "other_ca.yml"))
     rc, output = run_role(str(SCENARIO / "converge.yml"), "--tags", "ipsec_verify", expect_success=False)
@@ -209,3 +235,39 @@ def test_revoked_host_is_refused_by_its_peers():
     journal = node_exec("ipsec-node1", "journalctl -u strongswan.service --since -3min --no-pager")
     assert "certificate was revoked" in journal
     assert not [sa for sa in sas_of("ipsec-node1") if sa["name"] == "gf-ipsec-node3"]
+
+
+def test_ca_key_encrypted_with_a_passphrase_from_vault():
+    """A new CA whose key is encrypted with a passphrase from Ansible Vault; a wrong passphrase leaves it untouched."""
+    encrypted = EPHEMERAL / "pki-encrypted"
+    secret = "molecule vault passphrase 0123456789"
+    password_file = EPHEMERAL / "vault-password"
+    password_file.write_text("molecule vault password\n")
+    password_file.chmod(0o600)
+    vault = subprocess.run([str(ROOT / ".venv" / "bin" / "ansible-vault"), "encrypt_string", "--vault-password-file",
+                            str(password_file), "--name", "ipsec_pki_ca_passphrase", secret],
+                           capture_output=True, text=True, timeout=120, check=True)
+    vars_file = EPHEMERAL / "vault-vars.yml"
+    vars_file.write_text(vault.stdout + "ipsec_pki_dir: %s\n" % encrypted)
+    rc, output = run_role(str(SCENARIO / "converge.yml"), "-vvv", "-e", "@%s" % vars_file,
+                          "--vault-password-file", str(password_file))
+    key = (encrypted / "ca.key").read_text()
+    # Encrypted PEM (community.crypto's default format for EC keys: Proc-Type 4,ENCRYPTED): unreadable without it.
+    with pytest.raises(TypeError, match="encrypted"):
+        serialization.load_pem_private_key(key.encode(), password=None)
+    assert serialization.load_pem_private_key(key.encode(), password=secret.encode())
+    assert oct((encrypted / "ca.key").stat().st_mode & 0o777) == "0o600"
+    assert secret not in output
+    assert not [line for line in key_body_lines(key) if line in output]
+    ca = (encrypted / "ca.crt").read_text().strip()
+    for node in NODES:
+        # Every node trusts the new CA and holds a certificate it signed (the CRL too is signed with the key).
+        assert node_exec(node, "cat /etc/swanctl/x509ca/gpufabric-ca.crt").strip() == ca
+        node_exec(node, "openssl verify -CAfile /etc/swanctl/x509ca/gpufabric-ca.crt /etc/swanctl/x509/gpufabric.crt")
+        assert not [r for r in evaluate_sas(sas_of(node), expected_for(node), ["AES_GCM_16-256"]) if not r["ok"]]
+    before = (encrypted / "ca.key").read_bytes()
+    wrong = json.dumps({"ipsec_pki_dir": str(encrypted), "ipsec_pki_ca_passphrase": "not the vault passphrase"})
+    rc, output = run_role(str(SCENARIO / "converge.yml"), "-e", wrong, expect_success=False)
+    assert rc != 0
+    assert "ipsec_pki_ca_passphrase must be the passphrase it is encrypted with" in " ".join(output.split())
+    assert (encrypted / "ca.key").read_bytes() == before
