@@ -67,7 +67,7 @@ def parse_network(value):
     """An address with a prefix length (CIDR), or None."""
     if not isinstance(value, str) or "/" not in value:
         return None
-    address, _, length = value.strip().partition("/")
+    address, length = value.strip().split("/", 1)
     if parse_address(address) is None or not length.isdigit():
         return None
     try:

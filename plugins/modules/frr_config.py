@@ -11,11 +11,11 @@ module: frr_config
 short_description: Install an FRRouting configuration, validated by FRR and applied without restarting daemons
 version_added: "0.1.0"
 description:
-  - Writes O(content) to a temporary file beside O(path) and has FRR check it (C(vtysh --dryrun -f FILE)): a file
+  - Writes O(content) to a temporary file beside O(path) and has FRR check it (C(vtysh --dryrun -f FILE)); a file
     FRR refuses changes nothing and fails with FRR's own message.
   - Compares it with the running configuration (C(frr-reload.py --test)). C(changed) is true when the running
     configuration differs or the file on disk does, so a change made by hand with vtysh is seen and undone.
-  - Applies it with C(frr-reload.py --reload), which sends only the lines that differ: BGP sessions whose
+  - Applies it with C(frr-reload.py --reload), which sends only the lines that differ; BGP sessions whose
     configuration did not change are not reset, and a changed BFD interval is applied to live sessions.
   - After applying, runs C(frr-reload.py --test) again and fails if FRR did not take every line.
 author:

@@ -15,7 +15,7 @@ description:
     C(show ip route PREFIX json) (C(show ipv6 route) for IPv6 prefixes), and returns each session's state, uptime
     and prefixes received, each BFD peer's state and detection time, and each route's next hops in the kernel.
   - Compares them with O(uplinks) and returns C(problems), one sentence per session that is not Established, BFD
-    peer that is not up, or route with fewer next hops than uplinks. The module itself does not fail on problems:
+    peer that is not up, or route with fewer next hops than uplinks. The module itself does not fail on problems;
     the caller decides (the C(gpufabric.core.routing) role retries, then fails naming each).
   - Reads only; never changes anything.
 author:
@@ -46,6 +46,7 @@ attributes:
     description: Reads only, in check mode too.
   diff_mode:
     support: none
+    description: Changes nothing, so there is nothing to show.
 """
 
 EXAMPLES = r"""

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """UDP echo for the routing lab: answers each datagram with this leaf's name and the datagram, so the prober
 sees which leaf carried each packet."""
 

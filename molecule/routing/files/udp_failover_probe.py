@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """UDP stream at one packet per interval to an address behind both leaves; prints what came back, as JSON.
 
 Each datagram carries a sequence number; the echo on the leaves answers with its name. One source port for the
@@ -36,13 +35,13 @@ def main():
     start = time.monotonic()
 
     def receive(timeout):
-        readable, _, _ = select.select([sock], [], [], max(timeout, 0))
+        readable = select.select([sock], [], [], max(timeout, 0))[0]
         while readable:
             try:
-                data, _ = sock.recvfrom(2048)
+                data = sock.recvfrom(2048)[0]
             except BlockingIOError:
                 break
-            leaf, _, seq = data.decode(errors="replace").partition(" ")
+            leaf, seq = (data.decode(errors="replace").split(" ", 1) + [""])[:2]
             if seq.isdigit():
                 replies.setdefault(int(seq), leaf)
 
