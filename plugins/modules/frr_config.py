@@ -37,6 +37,17 @@ options:
     description: The vtysh binary.
     type: path
     default: /usr/bin/vtysh
+  daemons:
+    description:
+      - FRR daemons that must be running (C(vtysh -c 'show daemons')) before the configuration is compared and
+        applied; waited for up to O(daemons_timeout) seconds, since watchfrr starts them one by one.
+    type: list
+    elements: str
+    default: []
+  daemons_timeout:
+    description: Seconds to wait for O(daemons).
+    type: int
+    default: 60
 attributes:
   check_mode:
     support: full
@@ -76,6 +87,7 @@ file_changed:
 
 import os
 import tempfile
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.core.plugins.module_utils.frr_reload import (
@@ -104,6 +116,20 @@ def _pending(module, reload_command, path):
         module.fail_json(msg=str(exc))
 
 
+def _wait_for_daemons(module, vtysh, wanted, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        rc, out, err = module.run_command([vtysh, "-c", "show daemons"])
+        missing = [name for name in wanted if name not in out.split()] if rc == 0 else list(wanted)
+        if not missing:
+            return
+        if time.monotonic() >= deadline:
+            module.fail_json(msg="FRR daemons not running after %d s: %s (running: %s). See journalctl -u frr; in a "
+                             "container zebra needs CAP_NET_ADMIN, CAP_NET_RAW and CAP_SYS_ADMIN." % (
+                                 timeout, ", ".join(missing), (out or err).strip() or "none"))
+        time.sleep(2)
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -111,10 +137,14 @@ def main():
             "path": {"type": "path", "default": "/etc/frr/frr.conf"},
             "reload_command": {"type": "path", "default": "/usr/lib/frr/frr-reload.py"},
             "vtysh": {"type": "path", "default": "/usr/bin/vtysh"},
+            "daemons": {"type": "list", "elements": "str", "default": []},
+            "daemons_timeout": {"type": "int", "default": 60},
         },
         supports_check_mode=True,
     )
     params = module.params
+    if params["daemons"]:
+        _wait_for_daemons(module, params["vtysh"], params["daemons"], params["daemons_timeout"])
     path, content = params["path"], params["content"]
     if not content.endswith("\n"):
         content += "\n"
