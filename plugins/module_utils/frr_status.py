@@ -60,6 +60,9 @@ def parse_bgp_summary(text):
                 "state": info.get("state", "unknown"),
                 "established": info.get("state") == "Established",
                 "uptime_ms": _int(info.get("peerUptimeMsec")),
+                # Counters since bgpd started: a reset session shows as one more of each.
+                "connections_established": _int(info.get("connectionsEstablished")),
+                "connections_dropped": _int(info.get("connectionsDropped")),
                 "description": info.get("desc"),
                 "hostname": info.get("hostname"),
                 "prefixes_received": {},

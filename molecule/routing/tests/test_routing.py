@@ -110,7 +110,9 @@ def test_frr_itself_sees_no_difference_to_apply():
 
 
 def test_changed_bfd_interval_applies_without_resetting_sessions():
-    before = {peer: s["uptime_ms"] for peer, s in sessions("routing-node1").items()}
+    current = sessions("routing-node1")
+    before = {peer: s["uptime_ms"] for peer, s in current.items()}
+    before_dropped = {peer: s["connections_dropped"] for peer, s in current.items()}
     started = time.monotonic()
     rc, report, text = run_playbook("converge.yml", "-e", '{"routing_bfd_transmit_interval": 200, '
                                     '"routing_bfd_receive_interval": 200}', "--limit", "routing-node1")
@@ -121,10 +123,14 @@ def test_changed_bfd_interval_applies_without_resetting_sessions():
     assert "  transmit-interval 200" in configure["lines_added"], configure
     elapsed_ms = (time.monotonic() - started) * 1000
     after = sessions("routing-node1")
+    # Why a session went down, if one did (BFD, hold timer, notification), for the failure message.
+    log = podman_exec("routing-node1", "journalctl -u frr --no-pager -n 400 | grep -iE 'bfd|hold|notif|down' | tail -20",
+                      check=False)
     for peer, uptime in before.items():
         assert after[peer]["established"], after
-        # Uptime kept counting: a reset session would start again from zero.
-        assert after[peer]["uptime_ms"] >= uptime + elapsed_ms - 2000, (peer, uptime, after[peer], elapsed_ms)
+        # Uptime kept counting: a reset session would start again from zero, and count one more drop.
+        assert after[peer]["uptime_ms"] >= uptime + elapsed_ms - 2000, (peer, uptime, after[peer], elapsed_ms, log)
+        assert after[peer]["connections_dropped"] == before_dropped[peer], (peer, after[peer], log)
     assert all(p["transmit_interval_ms"] == 200 and p["receive_interval_ms"] == 200 for p in bfd_peers("routing-node1"))
     # Back to the scenario's settings, again without a reset.
     rc, report, text = run_playbook("converge.yml", "--limit", "routing-node1")

@@ -39,6 +39,7 @@ def test_bgp_summary_established_numbered_and_unnumbered():
     assert numbered["interface"] is None and unnumbered["interface"] == "eth1"
     assert numbered["remote_as"] == 65101 and unnumbered["remote_as"] == 65102
     assert numbered["uptime_ms"] == 65000 and unnumbered["uptime_ms"] == 15000
+    assert unnumbered["connections_established"] == 2 and unnumbered["connections_dropped"] == 1
     # The unnumbered session carries IPv4 and IPv6 unicast: merged into one entry, counted per family.
     assert unnumbered["prefixes_received"] == {"ipv4Unicast": 1, "ipv6Unicast": 0}
     assert numbered["prefixes_received"] == {"ipv4Unicast": 1}
