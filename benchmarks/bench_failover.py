@@ -41,6 +41,7 @@ def main():
     try:
         molecule("converge", "-s", "routing")
         with_bfd = measure(NODE, cut_after=2.0, duration=5.0)
+        print("with BFD: %s" % json.dumps({k: v for k, v in with_bfd.items() if k != "bfd_peers_after"}), flush=True)
         no_bfd = {"routing_bfd_enabled": False, "routing_bgp_keepalive": 1, "routing_bgp_hold": 3}
         molecule("converge", "-s", "routing", "--", "--limit", NODE, "-e", json.dumps(no_bfd))
         podman_exec(NODE, "vtysh -c 'clear bgp *'")

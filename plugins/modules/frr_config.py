@@ -17,7 +17,8 @@ description:
     configuration differs or the file on disk does, so a change made by hand with vtysh is seen and undone.
   - Applies it with C(frr-reload.py --reload), which sends only the lines that differ; BGP sessions whose
     configuration did not change are not reset, and a changed BFD interval is applied to live sessions.
-  - After applying, runs C(frr-reload.py --test) again and fails if FRR did not take every line.
+  - After applying, runs C(frr-reload.py --test) again (and a second reload pass if needed, since frr-reload.py
+    does not always converge in one) and fails if FRR did not take every line.
 author:
   - gpufabric.core contributors (@gpufabric)
 options:
@@ -190,6 +191,11 @@ def main():
                 module.fail_json(msg="frr-reload.py --reload %s failed (rc %d): %s" % (
                     path, rc, (err or out).strip()[-3000:]), **result)
             left = _pending(module, params["reload_command"], path)
+            if changes_pending(left):
+                # frr-reload.py does not always converge in one pass (FRR 8.4 keeps `neighbor X bfd` when it
+                # removes `neighbor X bfd profile P` and the bfd block in the same pass): a second pass does.
+                rc, out, err = module.run_command([params["reload_command"], "--reload", path])
+                left = _pending(module, params["reload_command"], path) if rc == 0 else left
             if changes_pending(left):
                 module.fail_json(msg="FRR did not take every line of %s; still different: %s" % (
                     path, "; ".join(left["delete"] + left["add"])), **result)
