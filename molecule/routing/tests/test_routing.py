@@ -1,0 +1,184 @@
+"""The routing role in the lab: two FRR leaves, two nodes with two routed uplinks each (molecule.yml).
+
+Checks run from the controller through podman exec (the scenario's inventory reaches the nodes over SSH with an
+address looked up at run time, which testinfra's ansible backend cannot template). Tests that re-run the role use
+ansible-playbook against Molecule's inventory and restore the scenario's settings before they end.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SCENARIO = Path(__file__).resolve().parents[1]
+ROOT = SCENARIO.parents[1]
+sys.path.insert(0, str(ROOT / ".build" / "collections"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ansible_collections.gpufabric.core.plugins.module_utils.frr_status import (  # noqa: E402
+    parse_bfd_peers,
+    parse_bgp_summary,
+)
+from failover import ANYCAST, measure, podman_exec, vtysh_json, wait_for  # noqa: E402
+
+NODES = ["routing-node1", "routing-node2"]
+FRR_CONF = "/etc/frr/frr.conf"
+
+
+def run_playbook(playbook, *args):
+    """Run a playbook of this scenario on its inventory; return (rc, parsed JSON callback output, text)."""
+    env = dict(os.environ)
+    env["ANSIBLE_STDOUT_CALLBACK"] = "ansible.posix.json"
+    env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
+    env["ANSIBLE_NOCOLOR"] = "1"
+    command = ["ansible-playbook", "-i", env["MOLECULE_INVENTORY_FILE"], str(SCENARIO / playbook), *args]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    try:
+        report = json.JSONDecoder().raw_decode(result.stdout[result.stdout.index("{"):])[0]
+    except ValueError:
+        pytest.fail("no JSON report from %s:\n%s\n%s" % (" ".join(command), result.stdout[-3000:], result.stderr[-3000:]))
+    return result.returncode, report, result.stdout + result.stderr
+
+
+def task_results(report, host):
+    return [
+        (task["task"]["name"].split(" : ", 1)[-1], task["hosts"][host])
+        for play in report["plays"]
+        for task in play["tasks"]
+        if host in task["hosts"]
+    ]
+
+
+def sessions(node):
+    return {s["peer"]: s for s in parse_bgp_summary(podman_exec(node, "vtysh -c 'show bgp summary json'"))}
+
+
+def bfd_peers(node):
+    return parse_bfd_peers(podman_exec(node, "vtysh -c 'show bfd peers json'"))
+
+
+@pytest.mark.parametrize("node, peers", [
+    ("routing-node1", {"10.240.11.2", "eth1"}),
+    ("routing-node2", {"10.240.21.2", "10.240.22.2"}),
+])
+def test_sessions_established_and_bfd_up(node, peers):
+    found = sessions(node)
+    assert set(found) == peers
+    assert all(s["established"] for s in found.values()), found
+    assert all(s["prefixes_received"]["ipv4Unicast"] == 1 for s in found.values()), found
+    bfd = bfd_peers(node)
+    assert len(bfd) == 2 and all(p["up"] for p in bfd), bfd
+    # 100 ms x 3 on both ends.
+    assert [p["detection_time_ms"] for p in bfd] == [300, 300]
+
+
+@pytest.mark.parametrize("node", NODES)
+def test_ecmp_route_has_a_next_hop_per_leaf(node):
+    routes = json.loads(podman_exec(node, "ip -j route show %s" % ANYCAST))
+    assert len(routes) == 1 and routes[0]["protocol"] == "bgp", routes
+    devices = sorted(hop["dev"] for hop in routes[0]["nexthops"])
+    assert devices == ["eth0", "eth1"], routes
+
+
+@pytest.mark.parametrize("node", NODES)
+def test_only_accepted_prefixes_are_installed(node):
+    # Both leaves offer 10.240.199.1/32 and one prefix of their own: the import route map drops them.
+    table = podman_exec(node, "ip -4 route show proto bgp")
+    assert ANYCAST in table
+    for refused in ("10.240.199.1", "10.240.101.1", "10.240.102.1"):
+        assert refused not in table, table
+
+
+def test_nodes_advertise_only_their_own_addresses():
+    learnt = vtysh_json("routing-leaf2", "show bgp ipv4 unicast json")["routes"]
+    from_nodes = {prefix for prefix, paths in learnt.items()
+                  if any(path.get("path") for path in paths)}
+    # Nothing the node learnt from leaf1 comes back through it, and no connected subnet leaks.
+    assert from_nodes == {"10.240.250.11/32", "10.240.250.12/32"}, sorted(learnt)
+    # node1's IPv6 loopback over the unnumbered session.
+    learnt6 = vtysh_json("routing-leaf2", "show bgp ipv6 unicast json")["routes"]
+    assert "fd00:240::11/128" in learnt6, sorted(learnt6)
+
+
+def test_frr_itself_sees_no_difference_to_apply():
+    out = podman_exec("routing-node1", "/usr/lib/frr/frr-reload.py --test %s 2>/dev/null" % FRR_CONF)
+    assert out.strip() == "", out
+
+
+def test_changed_bfd_interval_applies_without_resetting_sessions():
+    # From 300 ms to 200 ms: at 100 ms x 3 a container starved of CPU on this shared two-core machine misses its
+    # BFD deadline now and then (the leaf logs "Cease/BFD Down"), which would read as a reset caused by the change.
+    relaxed = '{"routing_bfd_transmit_interval": 300, "routing_bfd_receive_interval": 300}'
+    rc, report, text = run_playbook("converge.yml", "-e", relaxed, "--limit", "routing-node1")
+    assert rc == 0, text[-3000:]
+    time.sleep(5)
+    current = sessions("routing-node1")
+    before = {peer: s["uptime_ms"] for peer, s in current.items()}
+    before_dropped = {peer: s["connections_dropped"] for peer, s in current.items()}
+    started = time.monotonic()
+    rc, report, text = run_playbook("converge.yml", "-e", '{"routing_bfd_transmit_interval": 200, '
+                                    '"routing_bfd_receive_interval": 200}', "--limit", "routing-node1")
+    assert rc == 0, text[-3000:]
+    applied = dict(task_results(report, "routing-node1"))
+    configure = applied["Render, validate with FRR and apply the configuration (frr-reload.py, no session restarts)"]
+    assert configure["changed"], configure
+    assert "  transmit-interval 200" in configure["lines_added"], configure
+    elapsed_ms = (time.monotonic() - started) * 1000
+    after = sessions("routing-node1")
+    # Why a session went down, if one did (BFD, hold timer, notification), for the failure message.
+    log = podman_exec("routing-node1", "journalctl -u frr --no-pager -n 400 | grep -iE 'bfd|hold|notif|down' | tail -20",
+                      check=False)
+    for peer, uptime in before.items():
+        assert after[peer]["established"], after
+        # Uptime kept counting: a reset session would start again from zero, and count one more drop.
+        assert after[peer]["uptime_ms"] >= uptime + elapsed_ms - 2000, (peer, uptime, after[peer], elapsed_ms, log)
+        assert after[peer]["connections_dropped"] == before_dropped[peer], (peer, after[peer], log)
+    assert all(p["transmit_interval_ms"] == 200 and p["receive_interval_ms"] == 200 for p in bfd_peers("routing-node1"))
+    # Back to the scenario's settings.
+    rc, report, text = run_playbook("converge.yml", "--limit", "routing-node1")
+    assert rc == 0, text[-3000:]
+    assert all(p["transmit_interval_ms"] == 100 for p in bfd_peers("routing-node1"))
+
+
+@pytest.mark.parametrize("extra_vars, expected", [
+    # argument_specs: wrong type.
+    ('{"routing_bfd_transmit_interval": "fast"}', ["routing_bfd_transmit_interval", "int"]),
+    # Right types, wrong values: the controller-side check names each.
+    ('{"routing_bfd_transmit_interval": 5, "routing_uplinks": [{"interface": "eth0", "peer": "10.240.11.2",'
+     ' "remote_asn": 65011}]}',
+     ["routing_bfd_transmit_interval: 5 ms is outside 10-60000 ms",
+      "routing_uplinks[0] (eth0).remote_asn: 65011 is the host's own routing_asn"]),
+    ('{"routing_accept_prefixes": ["10.240.100.1/24"]}', ["routing_accept_prefixes[0]", "host bits"]),
+    # Passes every check on the controller, but the interface is not on the host.
+    ('{"routing_uplinks": [{"interface": "eth7", "peer": "10.240.11.2", "remote_asn": 65101}]}',
+     ["routing_uplinks: eth7 not found on routing-node1"]),
+], ids=["wrong-type", "interval-and-ibgp", "host-bits", "missing-interface"])
+def test_bad_input_fails_before_any_change(extra_vars, expected):
+    before = podman_exec("routing-node1", "cat %s" % FRR_CONF)
+    rc, report, text = run_playbook("bad_vars.yml", "-e", extra_vars, "-e", '{"routing_bfd_detect_multiplier": 4}')
+    assert rc == 2, text[-3000:]
+    stats = report["stats"]["routing-node1"]
+    assert stats["failures"] == 1 and stats["changed"] == 0, stats
+    failed = [result for _name, result in task_results(report, "routing-node1") if result.get("failed")]
+    message = " ".join([failed[0].get("msg", "")] + [i.get("msg", "") for i in failed[0].get("results", [])])
+    for word in expected:
+        assert word in message, message
+    assert podman_exec("routing-node1", "cat %s" % FRR_CONF) == before
+
+
+def test_failover_to_the_other_leaf_and_bfd_reports_the_peer_down():
+    result = measure("routing-node1", cut_after=2.0, duration=5.0)
+    # Traffic resumed over the other leaf (figures are the benchmark's: `make bench`).
+    assert result["leaf_before_gap"] == result["cut_leaf"], result
+    assert result["leaf_after_gap"] == result["other_leaf"] == result["last_leaf"], result
+    assert result["replies_by_leaf"].get(result["other_leaf"], 0) > 0, result
+    cut_port = {"routing-leaf1": "eth0", "routing-leaf2": "eth1"}[result["cut_leaf"]]
+    down = [peer for peer in parse_bfd_peers(json.dumps(result["bfd_peers_after"])) if peer["interface"] == cut_port]
+    assert down and not down[0]["up"], result["bfd_peers_after"]
+    assert down[0]["diagnostic"] == "control detection time expired", down
+    # And the lab is whole again for what follows.
+    wait_for(lambda: all(p["up"] for p in bfd_peers("routing-node1")), 60, "BFD back up on routing-node1")

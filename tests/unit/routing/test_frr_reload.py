@@ -1,0 +1,39 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""frr-reload.py --test output, as frr_config reads it to decide `changed`."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpufabric.core.plugins.module_utils.frr_reload import (
+    FrrReloadError,
+    changes_pending,
+    diff_text,
+    parse_reload_test,
+)
+from fixture_data import read_fixture
+
+
+def test_no_change_prints_nothing():
+    parsed = parse_reload_test(read_fixture("frr/lab-reload-test-no-change.txt"))
+    assert parsed == {"delete": [], "add": []}
+    assert not changes_pending(parsed)
+
+
+def test_changed_bfd_interval_is_one_line_each_way_under_its_context():
+    parsed = parse_reload_test(read_fixture("frr/lab-reload-test-bfd-interval.txt"))
+    assert parsed == {
+        "delete": ["bfd", " profile gpufabric", "  no transmit-interval 150"],
+        "add": ["bfd", " profile gpufabric", "  transmit-interval 200"],
+    }
+    assert changes_pending(parsed)
+    before, after = diff_text(parsed)
+    assert before.splitlines()[-1] == "-   no transmit-interval 150"
+    assert after.splitlines()[-1] == "+   transmit-interval 200"
+
+
+def test_text_outside_a_section_is_refused():
+    with pytest.raises(FrrReloadError, match="unexpected output"):
+        parse_reload_test("Traceback (most recent call last):\n")
