@@ -38,7 +38,9 @@ def outside_repository(path):
     if not os.path.isabs(path):
         path = os.path.join(os.getcwd(), path)
     real = os.path.realpath(path)
-    inside = [root for root in (_ROOT, _TEMP) if real == root or real.startswith(root + os.sep)]
+    # The temporary directory stays open to tests only where it is the repository's parent (a clone in /tmp).
+    open_roots = (_ROOT, _TEMP) if _PARENT == _TEMP else (_ROOT,)
+    inside = [root for root in open_roots if real == root or real.startswith(root + os.sep)]
     return not inside and (real == _PARENT or real.startswith(_PARENT + os.sep))
 
 
