@@ -2,7 +2,7 @@
 
 playbooks/check_inventory.yml runs on the controller only (local connection, action plugins and filters): it
 validates each host's role variables against the roles' argument specs and runs the bonding, cooling, rdma, nccl
-and verify preflight filters and the rollout check on them. The bad-input cases copy the inventory and add one mistake to a host_vars file.
+verify, ipsec and routing preflight filters and the rollout check on them. The bad-input cases copy the inventory and add one mistake to a host_vars file.
 """
 
 import re
@@ -14,7 +14,7 @@ import yaml
 from integration_helpers import ROOT, run_logged, tail
 
 CHECK = ROOT / "playbooks" / "check_inventory.yml"
-ROLES = ["rdma", "bonding", "ipsec", "nccl", "cooling", "verify"]
+ROLES = ["rdma", "bonding", "routing", "ipsec", "nccl", "cooling", "verify"]
 HOST = "gpu-r01-n03"
 
 
@@ -74,19 +74,40 @@ BAD_INPUTS = {
                                              "nccl_variables.NCCL_IB_TIMEOUT: the value"),
     "verify gate percent 0": ({"verify_gate_percent": 0}, "verify_gate_percent: must be a share of the port rate"),
     "gpufabric_serial 0": ({"gpufabric_serial": 0}, "gpufabric_serial: must be at least 1 host per batch"),
+    # Cooling values of the right type that would leave fans low (issue 14).
+    "fan group duty above 100 percent": (
+        {"cooling_fan_groups": {"chassis": {"backend": "redfish", "target": "/redfish/v1/Chassis/1/Controls/ChassisFans",
+                                            "body": {"ControlMode": "Manual", "SetPoint": "{duty}"},
+                                            "zones": ["gpu", "inlet"], "min_duty": 382}}},
+        "cooling_fan_groups.chassis.min_duty: must be a number 0-100 (%), got 382"),
+    "curve that never reaches full duty": (
+        {"cooling_zones": {"gpu": {"sensors": [{"backend": "nvml", "selector": "max"}], "critical_temp": 150,
+                                   "curve": [{"temp": 40, "duty": 35}, {"temp": 150, "duty": 35}]}}},
+        "cooling_zones.gpu.curve: must reach 100 % duty at or below critical_temp 150 C"),
+    "leak action command as a string": (
+        {"cooling_liquid": {"leak_action": "shutdown", "shutdown_command": "systemctl poweroff",
+                            "cdus": {"1": {"supply_temp_max": 40, "action": "alert"}}}},
+        "cooling_liquid.shutdown_command: must be an argument list"),
+    "redfish over plain http": (
+        {"cooling_bmc": {"redfish": {"base_url": "http://{{ bmc_address }}", "user": "admin", "password": "x"}}},
+        "cooling_bmc.redfish.base_url: 'http://10.99.1.13' is plain http"),
+    # An IPsec host (the inference racks' mesh): a null cipher passes the type check and is refused.
+    "null esp cipher": ({"ipsec_esp_proposals": ["null-sha256"]}, "ipsec_esp_proposals[0]: null is refused", "inf-r03-n01"),
+    "routing asn out of range": ({"routing_asn": 4294967296, "routing_uplinks": [
+        {"interface": "ens1", "peer": "10.0.0.1", "remote_asn": 65001}]}, "routing_asn: 4294967296 is outside 1-4294967295"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(BAD_INPUTS))
 def test_a_mistake_in_host_vars_fails_naming_the_variable(tmp_path, case):
-    overrides, expected = BAD_INPUTS[case]
+    overrides, expected, host = (BAD_INPUTS[case] + (HOST,))[:3]
     inventory = tmp_path / "inventory"
     shutil.copytree(ROOT / "inventories" / "example", inventory)
-    host_vars = inventory / "host_vars" / f"{HOST}.yml"
-    merged = dict(yaml.safe_load(host_vars.read_text()), **overrides)
+    host_vars = inventory / "host_vars" / f"{host}.yml"
+    merged = dict(yaml.safe_load(host_vars.read_text()) if host_vars.exists() else {}, **overrides)
     host_vars.write_text(yaml.safe_dump(merged))
     rc, out = run_check(inventory, "example-inventory-" + case.replace(" ", "-"))
     assert rc != 0, tail(out)
     failures = [line for line in out.splitlines() if line.startswith(("fatal: [", "failed: ["))]
-    assert failures and all(f"[{HOST}]" in line for line in failures), failures
+    assert failures and all(f"[{host}]" in line for line in failures), failures
     assert expected in "\n".join(failures), failures
