@@ -124,7 +124,8 @@ def test_a_description_with_broken_markup_is_an_error_naming_the_option(tmp_path
     script = copy_for_check(tmp_path)
     spec = tmp_path / "roles" / "nccl" / "meta" / "argument_specs.yml"
     spec.write_text(spec.read_text(encoding="utf-8").replace(
-        "description: Path of the NCCL topology file.", "description: Path of the C(NCCL topology file."),
+        "description: Path of the NCCL topology file, under C(/etc/nccl/) in normal form (no C(..)).",
+        "description: Path of the C(NCCL topology file"),
         encoding="utf-8")
     result = run_docs("--check", script=script)
     assert result.returncode == 2
