@@ -10,7 +10,7 @@ short_description: Slurm topology (tree per rail, block) and a leaf-ordered host
 version_added: 0.1.0
 author: gpufabric.core contributors
 description:
-  - Turns the fabric map of M(gpufabric.core.fabric_map) into Slurm's network topology, so that Slurm places the
+  - Turns the fabric map of P(gpufabric.core.fabric_map#filter) into Slurm's network topology, so that Slurm places the
     ranks of a job under as few switches as possible.
   - "C(topology/tree): one C(SwitchName) per leaf with the nodes whose rail reaches it, as LLDP saw it, and a spine
     level above the leaves when O(spines) or LLDP on the leaves' uplinks (O(switch_neighbors)) names it. A
@@ -28,7 +28,7 @@ description:
 positional: rail
 options:
   _input:
-    description: The fabric map, as M(gpufabric.core.fabric_map) returns it (and playbooks/discover.yml writes it).
+    description: The fabric map, as P(gpufabric.core.fabric_map#filter) returns it (and playbooks/discover.yml writes it).
     type: dict
     required: true
   rail:
@@ -43,7 +43,7 @@ options:
     default: {}
   switch_neighbors:
     description:
-      - Mapping of leaf switch to its LLDP neighbours, as M(gpufabric.core.parse_lldp) returns them from the
+      - Mapping of leaf switch to its LLDP neighbours, as P(gpufabric.core.parse_lldp#filter) returns them from the
         leaf's C(lldpctl -f json0) (switches running lldpd, such as SONiC or Cumulus).
       - A neighbour on a port that no host of the map reaches, that is neither a host nor a leaf of the map, is a
         spine.
