@@ -56,7 +56,8 @@ BAD_INPUTS = {
                                    "bonding_vlans[0] (bond0.110).routes[0].via: gateway 10.9.0.1 is outside every"),
     "two default routes in one table": (
         {"bonding_vlans": [{"id": 110, "link": "bond0", "addresses": ["10.110.1.5/24"],
-                            "routes": [{"to": "default", "via": "10.110.1.1"}, {"to": "default", "via": "10.110.1.2"}]}]},
+                            "routes": [{"to": "default", "via": "10.110.1.1"},
+                                       {"to": "default", "via": "10.110.1.2"}]}]},
         "bonding_vlans[0] (bond0.110).routes[1]: a second IPv4 default route in table main"),
     "overlapping subnets": ({"bonding_vlans": [{"id": 110, "link": "bond0", "addresses": ["10.110.1.5/16"]},
                                                {"id": 111, "link": "bond0", "addresses": ["10.110.7.5/24"]}]},
@@ -69,7 +70,7 @@ BAD_INPUTS = {
     "memlock limit with a trailing newline": ({"rdma_memlock_limit": "unlimited\n"},
                                               "rdma_memlock_limit: must be 'unlimited' or a positive size in KiB"),
     "nccl conf path escaping etc-nccl": ({"nccl_conf_path": "/etc/nccl/../../etc/passwd"},
-                                          "nccl_conf_path: must be under /etc/nccl/ or /etc/nccl.conf; /etc/passwd"),
+                                         "nccl_conf_path: must be under /etc/nccl/ or /etc/nccl.conf; /etc/passwd"),
     "nccl variable with a carriage return": ({"nccl_variables": {"NCCL_IB_TIMEOUT": "22\r"}},
                                              "nccl_variables.NCCL_IB_TIMEOUT: the value"),
     "verify gate percent 0": ({"verify_gate_percent": 0}, "verify_gate_percent: must be a share of the port rate"),

@@ -62,15 +62,15 @@ def run_role(tmp_path, role, bad_host_vars):
 
 CASES = {
     "rdma memlock limit with a trailing newline": ("rdma", {"rdma_memlock_limit": "unlimited\n"}, "rdma_memlock_limit"),
-    "rdma memlock domain with a carriage return": ("rdma", {"rdma_memlock_domains": ["*", "root\r"]},
-                                                  "rdma_memlock_domains[1]"),
-    "rdma mirror URL with a trailing newline": ("rdma", {"rdma_driver_source": "doca",
-                                                         "rdma_doca_repo_url": "https://mirror.example.org/doca/\n",
-                                                         "rdma_doca_gpg_key_url": "https://mirror.example.org/k"},
-                                               "rdma_doca_repo_url"),
+    "rdma memlock domain with a carriage return": (
+        "rdma", {"rdma_memlock_domains": ["*", "root\r"]}, "rdma_memlock_domains[1]"),
+    "rdma mirror URL with a trailing newline": (
+        "rdma", {"rdma_driver_source": "doca", "rdma_doca_repo_url": "https://mirror.example.org/doca/\n",
+                 "rdma_doca_gpg_key_url": "https://mirror.example.org/k"},
+        "rdma_doca_repo_url"),
     "nccl conf path escaping /etc/nccl": ("nccl", {"nccl_conf_path": "/etc/nccl/../../etc/passwd"}, "nccl_conf_path"),
-    "nccl value with a trailing newline": ("nccl", {"nccl_variables": {"NCCL_IB_TIMEOUT": "22\n"}},
-                                          "nccl_variables.NCCL_IB_TIMEOUT"),
+    "nccl value with a trailing newline": (
+        "nccl", {"nccl_variables": {"NCCL_IB_TIMEOUT": "22\n"}}, "nccl_variables.NCCL_IB_TIMEOUT"),
     "verify gate percent 0 on the second host": ("verify", {"verify_gate_percent": 0}, "verify_gate_percent"),
     "verify gate percent 150 on the second host": ("verify", {"verify_gate_percent": 150}, "verify_gate_percent"),
 }

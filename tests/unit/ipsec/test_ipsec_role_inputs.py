@@ -63,7 +63,7 @@ def parse_swanctl(text):
         elif line == "}":
             stack.pop()
         else:
-            key, _, value = line.partition("=")
+            key, _equals, value = line.partition("=")
             key, value = key.strip(), value.strip()
             if key in stack[-1]:
                 stack[-1][key] = [stack[-1][key], value] if not isinstance(stack[-1][key], list) else \

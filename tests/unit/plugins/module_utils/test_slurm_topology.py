@@ -113,8 +113,8 @@ def test_spines_from_the_inventory_join_the_leaves(fleet):
     slurm = build_slurm_topology(_map(fleet), spines={"LEAF01": "SPINE01", "LEAF05": ["SPINE01"]})
     assert slurm["topology_conf"].splitlines()[-1] == "SwitchName=SPINE01 Switches=LEAF[01,05]"
     assert "tree_not_connected" not in [item["kind"] for item in slurm["findings"]]
-    two = build_slurm_topology(_map(fleet), spines={"LEAF01": ["SPINE02", "SPINE01"], "LEAF05": ["SPINE01",
-                                                                                                  "SPINE02"]})
+    spines = {"LEAF01": ["SPINE02", "SPINE01"], "LEAF05": ["SPINE01", "SPINE02"]}
+    two = build_slurm_topology(_map(fleet), spines=spines)
     assert "SwitchName=spines-SPINE01_SPINE02 Switches=LEAF[01,05]" in two["topology_conf"]
     assert "# spines-SPINE01_SPINE02 stands for the spines SPINE01, SPINE02" in two["topology_conf"]
 
@@ -280,7 +280,7 @@ def _expand(expression):
         plain = leading.split(",")
         names += plain[:-1]
         for item in ranges.split(","):
-            low, _, high = item.partition("-")
+            low, _dash, high = item.partition("-")
             names += ["%s%0*d" % (plain[-1], len(low), number) for number in range(int(low), int(high or low) + 1)]
     return names
 
