@@ -270,7 +270,8 @@ class GarbageBMC:
         self.sock.bind((address, port))
         self.sock.listen(8)
         self.requests = 0
-        threading.Thread(target=self.serve, daemon=True).start()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
 
     def serve(self):
         while True:
@@ -288,7 +289,16 @@ class GarbageBMC:
                 self.requests += 1
 
     def close(self):
+        import socket
+
+        # close() alone does not wake the thread blocked in accept(), which keeps the port listening (and the real
+        # BMC emulator then cannot bind it): shut the socket down first.
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
+        self.thread.join(10)
 
 
 def start_sushy():
@@ -297,6 +307,17 @@ def start_sushy():
     subprocess.run(["start-stop-daemon", "--start", "--background", "--make-pidfile", "--pidfile", str(LAB / "sushy.pid"),
                     "--exec", str(python), "--", str(project / ".venv/bin/sushy-static"), "-m", str(LAB / "redfish-mockup"),
                     "-i", ENDPOINT["address"], "-p", str(ENDPOINT["redfish_port"])], check=True)
+    assert wait_for(lambda: _answers(ENDPOINT["address"], ENDPOINT["redfish_port"])), "sushy-static did not start"
+
+
+def _answers(address, port):
+    import socket
+
+    try:
+        with socket.create_connection((address, port), timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 def test_stop_path_with_a_bmc_returning_garbage_drives_full_duty(host):
