@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_inputs import nccl_problems
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""
 name: nccl_problems
@@ -56,8 +56,8 @@ _value:
 
 def nccl_problems_filter(settings):
     if not isinstance(settings, dict):
-        raise AnsibleFilterError("gpufabric.core.nccl_problems: the input must be a dict of nccl_* variables, got %s"
-                                 % type(settings).__name__)
+        raise TypeError("the input must be a dict of nccl_* variables, got %s"
+                        % type(settings).__name__)
     return nccl_problems(settings)
 
 
@@ -65,4 +65,4 @@ class FilterModule:
     """The nccl_problems filter."""
 
     def filters(self):
-        return {"nccl_problems": nccl_problems_filter}
+        return {"nccl_problems": raising_filter_error("nccl_problems", nccl_problems_filter, (TypeError,))}

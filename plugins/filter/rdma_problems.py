@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.rdma_inputs import rdma_problems
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""
 name: rdma_problems
@@ -53,8 +53,8 @@ _value:
 
 def rdma_problems_filter(settings):
     if not isinstance(settings, dict):
-        raise AnsibleFilterError("gpufabric.core.rdma_problems: the input must be a dict of rdma_* variables, got %s"
-                                 % type(settings).__name__)
+        raise TypeError("the input must be a dict of rdma_* variables, got %s"
+                        % type(settings).__name__)
     return rdma_problems(settings)
 
 
@@ -62,4 +62,4 @@ class FilterModule:
     """The rdma_problems filter."""
 
     def filters(self):
-        return {"rdma_problems": rdma_problems_filter}
+        return {"rdma_problems": raising_filter_error("rdma_problems", rdma_problems_filter, (TypeError,))}

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.rollout import rollout_problems
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""
 name: rollout_problems
@@ -52,8 +52,8 @@ _value:
 
 def rollout_problems_filter(settings):
     if not isinstance(settings, dict):
-        raise AnsibleFilterError("gpufabric.core.rollout_problems: the input must be a dict, got %s"
-                                 % type(settings).__name__)
+        raise TypeError("the input must be a dict, got %s"
+                        % type(settings).__name__)
     return rollout_problems(settings)
 
 
@@ -61,4 +61,4 @@ class FilterModule:
     """The rollout_problems filter."""
 
     def filters(self):
-        return {"rollout_problems": rollout_problems_filter}
+        return {"rollout_problems": raising_filter_error("rollout_problems", rollout_problems_filter, (TypeError,))}

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.verify_inputs import verify_problems
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""
 name: verify_problems
@@ -59,10 +59,10 @@ _value:
 
 def verify_problems_filter(settings, hosts=None):
     if not isinstance(settings, dict):
-        raise AnsibleFilterError("gpufabric.core.verify_problems: the input must be a dict of verify_* variables, "
-                                 "got %s" % type(settings).__name__)
+        raise TypeError("the input must be a dict of verify_* variables, "
+                        "got %s" % type(settings).__name__)
     if hosts is not None and (not isinstance(hosts, list) or not all(isinstance(host, str) for host in hosts)):
-        raise AnsibleFilterError("gpufabric.core.verify_problems: hosts must be a list of host names, got %r" % (hosts,))
+        raise TypeError("hosts must be a list of host names, got %r" % (hosts,))
     return verify_problems(settings, hosts)
 
 
@@ -70,4 +70,4 @@ class FilterModule:
     """The verify_problems filter."""
 
     def filters(self):
-        return {"verify_problems": verify_problems_filter}
+        return {"verify_problems": raising_filter_error("verify_problems", verify_problems_filter, (TypeError,))}
