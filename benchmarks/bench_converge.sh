@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Converge cost of site.yml on the container lab, measured in one run for 4, 8 and 16 nodes:
-# first converge, second converge (which must change nothing) and a floor playbook (one ping), with the ratios
-# second/floor and first/floor, and how the second converge grows from 4 to 16 nodes.
+# Converge cost of site.yml on the container lab, measured in one run for 4, 8 and 16 nodes (BENCH_CONVERGE_NODES):
+# the first converge, the second converge (which must change nothing), ten no-op tasks (benchmarks/noop10.yml, the
+# floor users compare with) and one ping, on the same hosts. Prints second/noop10 and first/noop10, how each grows
+# from the smallest to the largest lab beside the floor's own growth, and the tasks per host per role of the last
+# second converge (from the role_summary callback).
 #   BENCH_CONVERGE_NODES="4 8 16" benchmarks/bench_converge.sh
+#   BENCH_CONVERGE_MITOGEN=1 ...   the same with the Mitogen strategy (an experiment; needs `pip install mitogen`)
 # The converges skip the verify tag: bandwidth tests cost the time their tests last, not configuration time.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -11,29 +14,57 @@ export GPUFABRIC_LAB_NAME=gpufabric-bench GPUFABRIC_LAB_SUBNET=10.231.30.0/24
 # shellcheck source=scripts/env.sh
 source "$ROOT/scripts/env.sh"
 inventory=$ROOT/inventories/lab/$GPUFABRIC_LAB_NAME.yml
+log=$ROOT/.cache/bench-converge.log
 trap '"$ROOT/scripts/lab.sh" down' EXIT
 cd "$ROOT"
+mkdir -p "$ROOT/.cache"
 
-timed() { # prints the seconds a command took; fails when it fails
+if [[ "${BENCH_CONVERGE_MITOGEN:-0}" == 1 ]]; then
+    mitogen_dir=$(python3 -c 'import ansible_mitogen, os; print(os.path.dirname(ansible_mitogen.__file__))') ||
+        { echo "BENCH_CONVERGE_MITOGEN=1 needs the mitogen package in the venv" >&2; exit 1; }
+    export ANSIBLE_STRATEGY_PLUGINS=$mitogen_dir/plugins/strategy ANSIBLE_STRATEGY=mitogen_linear
+    echo "strategy: mitogen_linear ($(python3 -c 'import mitogen; print(".".join(map(str, mitogen.__version__)))' 2>/dev/null || echo '?'))"
+fi
+
+timed() { # prints the seconds a command took; fails (with the log's tail) when it fails
     local start end
     start=$(date +%s.%N)
-    "$@" >"$ROOT/.cache/bench-last.log" 2>&1 || { tail -30 "$ROOT/.cache/bench-last.log" >&2; return 1; }
+    "$@" >"$log" 2>&1 || { tail -30 "$log" >&2; return 1; }
     end=$(date +%s.%N)
     echo "$end - $start" | bc
 }
-mkdir -p "$ROOT/.cache"
-declare -A second
-printf '%-6s %10s %10s %10s %14s %14s\n' nodes first_s second_s floor_s second/floor first/floor
-for nodes in ${BENCH_CONVERGE_NODES:-4 8 16}; do
+ratio() { echo "$1 / $2" | bc -l; }
+
+declare -A first second noop10 ping
+nodes_list=(${BENCH_CONVERGE_NODES:-4 8 16})
+printf '%-6s %9s %9s %9s %9s %14s %14s\n' nodes first_s second_s noop10_s ping_s second/noop10 first/noop10
+for nodes in "${nodes_list[@]}"; do
+    # A fresh lab per size: the first converge starts from bare nodes every time.
+    "$ROOT/scripts/lab.sh" down >/dev/null 2>&1
     "$ROOT/scripts/lab.sh" up "$nodes" >/dev/null 2>&1
-    first=$(timed ansible-playbook -i "$inventory" playbooks/site.yml --skip-tags verify)
+    first[$nodes]=$(timed ansible-playbook -i "$inventory" playbooks/site.yml --skip-tags verify)
     second[$nodes]=$(timed ansible-playbook -i "$inventory" playbooks/site.yml --skip-tags verify)
-    grep -q "changed=0" "$ROOT/.cache/bench-last.log"
-    ! grep -E "changed=[1-9]" "$ROOT/.cache/bench-last.log" >/dev/null || { echo "second converge changed something" >&2; exit 1; }
-    floor=$(timed ansible-playbook -i "$inventory" benchmarks/floor.yml)
-    printf '%-6s %10.1f %10.1f %10.1f %14.2f %14.2f\n' "$nodes" "$first" "${second[$nodes]}" "$floor" \
-        "$(echo "${second[$nodes]} / $floor" | bc -l)" "$(echo "$first / $floor" | bc -l)"
+    if grep -E "changed=[1-9]" "$log" >/dev/null; then echo "the second converge changed something" >&2; exit 1; fi
+    cp "$log" "$ROOT/.cache/bench-converge-second-$nodes.log"
+    noop10[$nodes]=$(timed ansible-playbook -i "$inventory" benchmarks/noop10.yml)
+    ping[$nodes]=$(timed ansible-playbook -i "$inventory" benchmarks/ping.yml)
+    printf '%-6s %9.1f %9.1f %9.1f %9.1f %14.2f %14.2f\n' "$nodes" "${first[$nodes]}" "${second[$nodes]}" \
+        "${noop10[$nodes]}" "${ping[$nodes]}" "$(ratio "${second[$nodes]}" "${noop10[$nodes]}")" \
+        "$(ratio "${first[$nodes]}" "${noop10[$nodes]}")"
 done
-if [[ -n "${second[4]:-}" && -n "${second[16]:-}" ]]; then
-    printf 'second converge, 16 nodes / 4 nodes: %.2f (4x the hosts)\n' "$(echo "${second[16]} / ${second[4]}" | bc -l)"
+
+smallest=${nodes_list[0]} largest=${nodes_list[-1]}
+if [[ "$smallest" != "$largest" ]]; then
+    printf 'growth from %s to %s nodes: second converge x%.2f, first converge x%.2f, ten no-op tasks x%.2f, ping x%.2f\n' \
+        "$smallest" "$largest" "$(ratio "${second[$largest]}" "${second[$smallest]}")" \
+        "$(ratio "${first[$largest]}" "${first[$smallest]}")" "$(ratio "${noop10[$largest]}" "${noop10[$smallest]}")" \
+        "$(ratio "${ping[$largest]}" "${ping[$smallest]}")"
+    printf 'second converge growth / no-op growth: %.2f\n' \
+        "$(ratio "$(ratio "${second[$largest]}" "${second[$smallest]}")" "$(ratio "${noop10[$largest]}" "${noop10[$smallest]}")")"
 fi
+echo "tasks per host of the second converge at $largest nodes (role_summary):"
+sed -n '/GPUFABRIC ROLE SUMMARY/,$p' "$ROOT/.cache/bench-converge-second-$largest.log" |
+    awk '/tasks\/host=/ {name = substr($0, 1, index($0, "  ok=") - 1); sub(/ +$/, "", name)
+         match($0, /tasks\/host=[0-9]+ \(skipped [0-9]+\)/); split(substr($0, RSTART, RLENGTH), f, /[= ()]+/)
+         total += f[2]; skipped += f[4]; printf "  %-44s %4d tasks, %3d skipped\n", name, f[2], f[4]}
+         END {printf "  %-44s %4d tasks, %3d skipped\n", "total", total, skipped}'

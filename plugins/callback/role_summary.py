@@ -41,6 +41,8 @@ class CallbackModule(CallbackBase):
         self._problems = []
         self._stops = []
         self._play = ""
+        # {section: {host: [tasks, skipped]}}
+        self._task_counts = defaultdict(lambda: defaultdict(lambda: [0, 0]))
 
     def v2_playbook_on_play_start(self, play):
         self._play = play.get_name().strip() or "play"
@@ -54,6 +56,9 @@ class CallbackModule(CallbackBase):
         host = result._host.get_name()
         section = self._sections.setdefault(self._section(result), defaultdict(set))
         section[state].add(host)
+        counts = self._task_counts[self._section(result)][host]
+        counts[0] += 1
+        counts[1] += state == "skipped"
         if message is not None:
             first_line = (str(message).strip().splitlines() or [""])[0]
             self._problems.append((state, host, result._task.get_name(), first_line[:240]))
@@ -80,7 +85,8 @@ class CallbackModule(CallbackBase):
         width = max(len(name) for name in self._sections)
         for name, states in self._sections.items():
             counts = "  ".join("%s=%d" % (state, len(states.get(state, ()))) for state in _STATES)
-            self._display.display("%s  %s" % (name.ljust(width), counts))
+            tasks, skipped = max(self._task_counts[name].values())
+            self._display.display("%s  %s  tasks/host=%d (skipped %d)" % (name.ljust(width), counts, tasks, skipped))
         for state, host, task, message in self._problems:
             self._display.display("%s: %s in task '%s': %s" % (state.upper(), host, task, message), color="red")
         failed_hosts = sorted({host for _state, host, _task, _msg in self._problems})
