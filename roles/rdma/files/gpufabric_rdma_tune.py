@@ -36,14 +36,26 @@ RELAXED_ORDERING = ("keep", "enable", "disable")
 # PCIe Device Control register: bit 4 is "Enable Relaxed Ordering" (PCIe base spec 7.5.3.4).
 DEVCTL_RELAXED_ORDERING = 0x0010
 # Matched whole (fullmatch): with match and `$` a trailing newline passed.
-_CPULIST_ITEM = re.compile(r"([0-9]+)(?:-([0-9]+))?")
 _MLXCONFIG_PARAM = re.compile(r"[A-Z0-9_]+(\[[0-9.]+\])?")
 _MLXCONFIG_VALUE = re.compile(r"[A-Za-z0-9_.()-]+")
 _DEVICE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
-class TuneError(Exception):
-    """A problem a person must fix (bad configuration, missing device); reported without traceback."""
+# The collection's module_utils/sysfs_text.py: the role installs it next to this file (one cpulist parser and one
+# sysfs reader for the modules and this program); the fallback is the collection itself (unit tests).
+try:
+    from sysfs_text import HostDataError, format_cpulist, parse_cpulist, read_text, write_text
+except ImportError:  # pragma: no cover - run from the collection, not from the host's lib directory
+    from ansible_collections.gpufabric.core.plugins.module_utils.sysfs_text import (  # type: ignore[no-redef]
+        HostDataError,
+        format_cpulist,
+        parse_cpulist,
+        read_text,
+        write_text,
+    )
+
+# A problem a person must fix (bad configuration, missing device, a bad cpulist); reported without traceback.
+TuneError = HostDataError
 
 
 def log(message):
@@ -116,37 +128,6 @@ def load_config(path):
 
 
 # ---------------------------------------------------------------- sysfs helpers
-
-
-def parse_cpulist(text):
-    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11]; '' -> []."""
-    cpus = set()
-    text = text.strip()
-    if not text:
-        return []
-    for item in text.split(","):
-        match = _CPULIST_ITEM.fullmatch(item.strip())
-        if not match:
-            raise TuneError("%r is not a CPU list (expected e.g. 0-3,8)" % text)
-        first = int(match.group(1))
-        last = int(match.group(2)) if match.group(2) is not None else first
-        if last < first:
-            raise TuneError("%r is not a CPU list: range %s runs backwards" % (text, item))
-        cpus.update(range(first, last + 1))
-    return sorted(cpus)
-
-
-def read_text(path, default=None):
-    try:
-        with open(path) as handle:
-            return handle.read().strip()
-    except OSError:
-        return default
-
-
-def write_text(path, value):
-    with open(path, "w") as handle:
-        handle.write(value)
 
 
 class Host:
@@ -249,16 +230,6 @@ def plan_irq_affinity(host, devices, exclude_cpus=""):
         rotation[numa_node] = (start + len(irqs)) % len(cpus)
         log("%s: NUMA node %s, %d IRQs over CPUs %s" % (name, numa_node, len(irqs), format_cpulist(cpus)))
     return plan
-
-
-def format_cpulist(cpus):
-    ranges = []
-    for cpu in sorted(cpus):
-        if ranges and cpu == ranges[-1][1] + 1:
-            ranges[-1][1] = cpu
-        else:
-            ranges.append([cpu, cpu])
-    return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in ranges)
 
 
 def apply_irq_affinity(host, plan, dry_run=False):

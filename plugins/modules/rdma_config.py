@@ -1,0 +1,326 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: rdma_config
+short_description: Write every file of the rdma role as one transaction, module options checked against modinfo
+version_added: "0.1.0"
+description:
+  - Takes the rdma role's validated input and writes its files (modprobe options, modules-load list, pam_limits
+    memlock limits, systemd's memlock drop-in, the tuning program with its configuration, wrapper and units) as
+    one transaction. Each file is written to a temporary file beside it and renamed over it; when a step fails,
+    the files already replaced are restored and nothing is left half-applied.
+  - Before anything is written, every option in O(module_options) is compared with C(modinfo -p MODULE) of the
+    running kernel; an option the installed module does not have is refused naming C(rdma_module_options.MODULE)
+    (the kernel would log "unknown parameter" and ignore it). A module modinfo does not know (its driver not
+    installed yet) is named in a warning as not checked.
+  - After a change it re-executes systemd (memlock drop-in), reloads units, enables and (re)starts the tuning
+    services, stops irqbalance when asked, loads the modules now (not in containers) and rebuilds the initramfs
+    when module options changed.
+  - Supports check mode and diff. Returns the reasons the host needs a reboot.
+author:
+  - gpufabric.core contributors (@gpufabric)
+options:
+  module_options:
+    description: "Kernel module options: {module: 'name=value ...'}."
+    type: dict
+    default: {}
+  modules_load:
+    description: Modules loaded at boot and now.
+    type: list
+    elements: str
+    default: []
+  nvidia_peermem:
+    description: Add nvidia_peermem to the modules when the running kernel has it (auto), always, or never.
+    type: str
+    choices: [auto, enabled, disabled]
+    default: auto
+  load_modules:
+    description: Load the modules now (false in a container sharing another kernel).
+    type: bool
+    default: true
+  memlock_limit:
+    description: memlock limit, C(unlimited) or KiB.
+    type: str
+    default: unlimited
+  memlock_domains:
+    description: pam_limits domains given the limit.
+    type: list
+    elements: str
+    default: ["*", root]
+  memlock_systemd:
+    description: Write systemd's DefaultLimitMEMLOCK drop-in.
+    type: bool
+    default: true
+  tune_config:
+    description: The tuning program's configuration (JSON object).
+    type: dict
+    required: true
+  tune_program:
+    description: Content of gpufabric_rdma_tune.py.
+    type: str
+    required: true
+  tune_libraries:
+    description: "{file name: content} of the collection's module_utils installed beside the program."
+    type: dict
+    default: {}
+  python:
+    description: Interpreter the wrapper runs the program with.
+    type: str
+    required: true
+  units:
+    description: Boot-time services, each with name, action (the program's subcommand) and description.
+    type: list
+    elements: dict
+    default: []
+  unit_actions:
+    description: Actions whose services are installed and enabled; the other services are disabled and removed.
+    type: list
+    elements: str
+    default: []
+  disable_irqbalance:
+    description: Stop and disable irqbalance.service when it exists.
+    type: bool
+    default: false
+  update_initramfs:
+    description: Rebuild the initramfs when module options change.
+    type: bool
+    default: true
+  initramfs_command:
+    description: Command that rebuilds the initramfs; its first word must exist for it to run.
+    type: list
+    elements: str
+    default: [update-initramfs, -u, -k, all]
+  paths:
+    description: Destination paths (modprobe, modules_load, limits, systemd_memlock, tune_config, tune_script,
+      tune_lib_dir, unit_dir).
+    type: dict
+    required: true
+notes:
+  - Package installation stays with the package modules.
+"""
+
+EXAMPLES = r"""
+- name: Write the RDMA host configuration
+  gpufabric.core.rdma_config:
+    module_options: {mlx5_core: prof_sel=2}
+    modules_load: [ib_umad, rdma_ucm]
+    tune_config: "{{ tune_config }}"
+    tune_program: "{{ lookup('ansible.builtin.file', 'gpufabric_rdma_tune.py') }}"
+    python: /usr/bin/python3
+    paths: "{{ rdma_paths }}"
+"""
+
+RETURN = r"""
+files:
+  description: The files written or removed, with their new state.
+  returned: always
+  type: list
+  elements: dict
+reboot_reasons:
+  description: Why the host needs a reboot after this change (empty when it does not).
+  returned: always
+  type: list
+  elements: str
+modules_effective:
+  description: The modules loaded at boot, nvidia_peermem included when chosen.
+  returned: always
+  type: list
+  elements: str
+modules_not_checked:
+  description: Modules with options that modinfo does not know, so their options could not be checked.
+  returned: always
+  type: list
+  elements: str
+actions:
+  description: Service and module actions taken (or that check mode would take).
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufabric.core.plugins.module_utils import rdma_config as rc
+
+
+def _modinfo_parameters(module, modinfo, names):
+    """{module: [parameters] or None when modinfo does not know it}."""
+    known = {}
+    for name in names:
+        if not modinfo:
+            known[name] = None
+            continue
+        rc_, out, err = module.run_command([modinfo, "-p", name])
+        if rc_ == 0:
+            known[name] = rc.parse_modinfo_parameters(out)
+        else:
+            known[name] = None
+            if not rc.modinfo_not_found(err):
+                # Not the plain "not found": say what modinfo said, the module stays unchecked (and named).
+                module.warn("modinfo -p %s failed (exit %d): %s" % (name, rc_, " ".join(err.split())))
+    return known
+
+
+def _systemctl(module, *args):
+    return module.run_command(["systemctl"] + list(args))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            module_options=dict(type="dict", default={}),
+            modules_load=dict(type="list", elements="str", default=[]),
+            nvidia_peermem=dict(type="str", choices=["auto", "enabled", "disabled"], default="auto"),
+            load_modules=dict(type="bool", default=True),
+            memlock_limit=dict(type="str", default="unlimited"),
+            memlock_domains=dict(type="list", elements="str", default=["*", "root"]),
+            memlock_systemd=dict(type="bool", default=True),
+            tune_config=dict(type="dict", required=True),
+            tune_program=dict(type="str", required=True),
+            tune_libraries=dict(type="dict", default={}),
+            python=dict(type="str", required=True),
+            units=dict(type="list", elements="dict", default=[]),
+            unit_actions=dict(type="list", elements="str", default=[]),
+            disable_irqbalance=dict(type="bool", default=False),
+            update_initramfs=dict(type="bool", default=True),
+            initramfs_command=dict(type="list", elements="str", default=["update-initramfs", "-u", "-k", "all"]),
+            paths=dict(type="dict", required=True),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    module_options = {str(k): str(v) for k, v in p["module_options"].items()}
+    actions = []
+
+    # 1. Module options against the installed modules, before anything is written.
+    modinfo = module.get_bin_path("modinfo")
+    try:
+        known = _modinfo_parameters(module, modinfo, sorted(module_options))
+        problems, unchecked = rc.check_module_options(module_options, known)
+    except rc.ConfigError as error:
+        module.fail_json(msg="Nothing was changed. rdma_module_options: %s" % error)
+    if problems:
+        module.fail_json(msg="Nothing was changed. " + "; ".join(problems), modules_not_checked=unchecked)
+    if unchecked:
+        module.warn("module options not checked, modinfo does not know %s (not installed yet?): %s" % (
+            "this module" if len(unchecked) == 1 else "these modules", ", ".join(unchecked)))
+
+    # 2. nvidia_peermem, when the running kernel has it.
+    modules = list(dict.fromkeys(p["modules_load"]))
+    if p["nvidia_peermem"] != "disabled":
+        available = bool(modinfo) and module.run_command([modinfo, "-F", "filename", "nvidia_peermem"])[0] == 0
+        if p["nvidia_peermem"] == "enabled" and not available and p["load_modules"]:
+            module.fail_json(msg="Nothing was changed. rdma_nvidia_peermem is enabled but the running kernel has no "
+                                 "nvidia_peermem module. It ships with the NVIDIA driver (R470 and later) when the "
+                                 "driver is built against the RDMA core: install the driver after the RDMA stack, or "
+                                 "set rdma_nvidia_peermem to auto.")
+        if available or p["nvidia_peermem"] == "enabled":
+            modules.append("nvidia_peermem")
+        elif os.path.exists("/proc/driver/nvidia"):
+            module.warn("the NVIDIA driver is loaded but provides no nvidia_peermem module for this kernel: "
+                        "GPUDirect RDMA will not work until the driver is rebuilt with peer-memory support")
+    modules = list(dict.fromkeys(modules))
+
+    # 3. The desired files and what differs.
+    units = [dict(unit, enabled=unit["action"] in p["unit_actions"]) for unit in p["units"]]
+    spec = dict(p, module_options=module_options, modules_effective=modules, units=units)
+    files, absent = rc.desired_files(spec)
+    paths = p["paths"]
+    changes = rc.plan_changes(files, absent)
+    changed_paths = {change["path"] for change in changes}
+    modprobe_change = [change for change in changes if change["path"] == paths["modprobe"]]
+    loaded_changed = []
+    if modprobe_change and p["load_modules"]:
+        loaded_changed = [name for name in rc.modules_with_changed_options(modprobe_change[0]["before"], module_options)
+                          if os.path.isdir(os.path.join("/sys/module", name))]
+    reasons = rc.reboot_reasons(changes, paths, loaded_changed)
+
+    # Units to stop using before their files go.
+    unit_paths = {unit["name"]: os.path.join(paths["unit_dir"], unit["name"] + ".service") for unit in units}
+    stale = [unit["name"] for unit in units if not unit["enabled"] and unit_paths[unit["name"]] in changed_paths]
+    wanted = [unit["name"] for unit in units if unit["enabled"]]
+    program_paths = {paths["tune_script"], paths["tune_config"]} | {
+        path for path in files if path.startswith(paths["tune_lib_dir"].rstrip("/") + "/")}
+    rerun = bool(changed_paths & program_paths)
+
+    if module.check_mode:
+        for name in wanted:
+            if unit_paths[name] in changed_paths or _systemctl(module, "is-enabled", "--quiet", name + ".service")[0]:
+                actions.append("enable and start %s" % name)
+        actions += ["disable %s" % name for name in stale]
+        module.exit_json(changed=bool(changes or actions), diff=rc.diff_of(changes), reboot_reasons=reasons,
+                         files=[{"path": c["path"], "state": c["state"]} for c in changes], actions=actions,
+                         modules_effective=modules, modules_not_checked=unchecked)
+
+    for name in stale:
+        _systemctl(module, "disable", name + ".service")
+        actions.append("disabled %s" % name)
+
+    def check_tune_config():
+        # The program just written reads the configuration just written; a refusal rolls everything back.
+        code, _out, err = module.run_command([paths["tune_script"], "check-config", "--config", paths["tune_config"]])
+        if code != 0:
+            raise rc.ConfigError("the tuning program refuses its configuration: %s" % err.strip())
+
+    transaction = rc.FileTransaction(changes)
+    if changes:
+        try:
+            transaction.apply(after=check_tune_config)
+        except (OSError, rc.ConfigError) as error:
+            module.fail_json(msg="No file was changed (every file restored): %s" % error, changed=False)
+
+    # 4. What the running system must pick up.
+    if paths["systemd_memlock"] in changed_paths:
+        _systemctl(module, "daemon-reexec")
+        actions.append("daemon-reexec")
+    if any(unit_paths[name] in changed_paths for name in unit_paths):
+        _systemctl(module, "daemon-reload")
+        actions.append("daemon-reload")
+    for name in wanted:
+        service = name + ".service"
+        if _systemctl(module, "is-enabled", "--quiet", service)[0] != 0:
+            code, _out, err = _systemctl(module, "enable", service)
+            if code != 0:
+                module.fail_json(msg="systemctl enable %s failed: %s" % (service, err.strip()))
+            actions.append("enabled %s" % name)
+        active = _systemctl(module, "is-active", "--quiet", service)[0] == 0
+        if rerun or unit_paths[name] in changed_paths or not active:
+            code, _out, err = _systemctl(module, "restart", service)
+            if code != 0:
+                module.fail_json(msg="%s failed: %s (journalctl -u %s)" % (service, err.strip(), service))
+            actions.append("ran %s" % name)
+    if p["disable_irqbalance"]:
+        if _systemctl(module, "is-active", "--quiet", "irqbalance.service")[0] == 0 or \
+                _systemctl(module, "is-enabled", "--quiet", "irqbalance.service")[0] == 0:
+            _systemctl(module, "disable", "--now", "irqbalance.service")
+            actions.append("stopped and disabled irqbalance")
+    if p["load_modules"]:
+        modprobe = module.get_bin_path("modprobe", required=True)
+        for name in modules:
+            if not os.path.isdir(os.path.join("/sys/module", name)):
+                code, _out, err = module.run_command([modprobe, name])
+                if code != 0:
+                    module.fail_json(msg="modprobe %s failed: %s" % (name, err.strip()))
+                actions.append("loaded %s" % name)
+    if modprobe_change and p["update_initramfs"] and p["load_modules"] and \
+            module.get_bin_path(p["initramfs_command"][0]):
+        code, _out, err = module.run_command(p["initramfs_command"])
+        if code != 0:
+            module.fail_json(msg="%s failed: %s" % (" ".join(p["initramfs_command"]), err.strip()))
+        actions.append("rebuilt the initramfs")
+
+    module.exit_json(changed=bool(changes or actions), diff=rc.diff_of(changes), reboot_reasons=reasons,
+                     files=[{"path": c["path"], "state": c["state"]} for c in changes], actions=actions,
+                     modules_effective=modules, modules_not_checked=unchecked)
+
+
+if __name__ == "__main__":
+    main()

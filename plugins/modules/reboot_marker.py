@@ -1,0 +1,103 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: reboot_marker
+short_description: Record why a host needs a reboot, in the one marker file every gpufabric.core role uses
+version_added: "0.1.0"
+description:
+  - Adds reasons to C(/run/gpufabric/ROLE-reboot-required) (one per line) and returns every reason recorded since
+    the last boot. C(/run) is cleared at boot, so the marker clears itself when the host reboots.
+  - With O(state=absent) removes the marker (after the role rebooted the host itself).
+  - Used by the internal role C(gpufabric.core.common) (C(tasks_from=reboot)). Supports check mode and diff.
+author:
+  - gpufabric.core contributors (@gpufabric)
+options:
+  role:
+    description: Role whose marker this is (lower case, digits, underscores).
+    type: str
+    required: true
+  reasons:
+    description: Reasons found by this run.
+    type: list
+    elements: str
+    default: []
+  state:
+    description: V(present) records the reasons, V(absent) removes the marker.
+    type: str
+    choices: [present, absent]
+    default: present
+"""
+
+EXAMPLES = r"""
+- name: Record and read the reboot reasons of the rdma role
+  gpufabric.core.reboot_marker:
+    role: rdma
+    reasons: ["kernel module options changed in /etc/modprobe.d/gpufabric-rdma.conf"]
+  register: marker
+"""
+
+RETURN = r"""
+reasons:
+  description: Every reason recorded since the host last booted, this run's included.
+  returned: always
+  type: list
+  elements: str
+path:
+  description: The marker file.
+  returned: always
+  type: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufabric.core.plugins.module_utils import reboot_marker as rm
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            role=dict(type="str", required=True),
+            reasons=dict(type="list", elements="str", default=[]),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        path = rm.marker_path(module.params["role"])
+    except ValueError as error:
+        module.fail_json(msg="role: %s" % error)
+    try:
+        with open(path) as handle:
+            before = handle.read()
+    except FileNotFoundError:
+        before = None
+    if module.params["state"] == "absent":
+        changed = before is not None
+        if changed and not module.check_mode:
+            os.unlink(path)
+        module.exit_json(changed=changed, reasons=[], path=path,
+                         diff={"before": before or "", "after": "", "before_header": path, "after_header": path})
+    reasons = rm.merge_reasons(before, module.params["reasons"])
+    after = rm.marker_text(reasons)
+    changed = bool(reasons) and after != (before or "")
+    if changed and not module.check_mode:
+        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+        temporary = path + ".tmp"
+        with open(temporary, "w") as handle:
+            handle.write(after)
+        os.chmod(temporary, 0o644)
+        os.rename(temporary, path)
+    module.exit_json(changed=changed, reasons=reasons, path=path,
+                     diff={"before": before or "", "after": after, "before_header": path, "after_header": path})
+
+
+if __name__ == "__main__":
+    main()
