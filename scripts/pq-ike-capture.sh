@@ -105,13 +105,20 @@ write_conf() {
 }
 
 main() {
-    local node version_a version_c pids=() pid failed=0
+    local image
     for image in "$TRIXIE_IMAGE" "$BOOKWORM_IMAGE"; do
         podman image exists "$image" || die "image $image is missing (scripts/lab.sh image builds it)"
     done
     mkdir -p "$OUT"
-    # GPUFABRIC_CAPTURE_KEEP=1 leaves the containers running after a failure, to look at them.
+    # GPUFABRIC_CAPTURE_KEEP=1 leaves the containers running after a failure, to look at them;
+    # GPUFABRIC_CAPTURE_REUSE=1 then starts again from the strongSwan configuration in those containers.
     if [[ "${GPUFABRIC_CAPTURE_KEEP:-0}" == 1 ]]; then trap 'log "kept the containers"' EXIT; else trap cleanup EXIT; fi
+    [[ "${GPUFABRIC_CAPTURE_REUSE:-0}" == 1 ]] || start_nodes
+    configure_nodes
+}
+
+start_nodes() {
+    local node pids=() pid failed=0
     cleanup
     podman network create --label "$LABEL" --subnet "$SUBNET_PREFIX.0/24" "$NET" >/dev/null
     for node in "${NODES[@]}"; do
@@ -128,9 +135,14 @@ main() {
     done
     for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
     ((failed == 0)) || die "installing strongSwan failed"
+}
+
+configure_nodes() {
+    local node version_a version_c
     for node in "${NODES[@]}"; do
         # Userspace ESP: the container kernel has no ESP (xfrm SAs cannot be installed).
-        on "$node" sh -c 'printf "charon {\n    plugins {\n        kernel-libipsec {\n            load = yes\n        }\n    }\n}\n" >/etc/strongswan.d/charon/kernel-libipsec.conf'
+        # The file is included inside charon.plugins: the plugin's section only.
+        on "$node" sh -c 'printf "kernel-libipsec {\n    load = yes\n}\n" >/etc/strongswan.d/charon/kernel-libipsec.conf'
     done
     version_a=$(on a dpkg-query -W -f='${Version}' charon-systemd)
     version_c=$(on c dpkg-query -W -f='${Version}' charon-systemd)
