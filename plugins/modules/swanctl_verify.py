@@ -73,7 +73,7 @@ options:
     description:
       - Fail every peer whose IKE SA has no post-quantum key exchange (a classical SA), for meshes whose
         C(ipsec_pq_kex) requires ML-KEM. Without it, classical SAs are only listed in RV(classical).
-      - A CHILD SA counts as post-quantum when its IKE SA is: its keys derive from the IKE SA's.
+      - A CHILD SA counts as post-quantum when its IKE SA does, since its keys derive from the IKE SA's.
     type: bool
     default: false
   esp_proposals:
