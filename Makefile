@@ -2,12 +2,17 @@
 NODES ?= 4
 VMS ?= 2
 SCENARIO ?= bonding
+# DISTRO=debian13 (or debian12, bookworm, trixie) runs every lab node on that release; DISTROS names one per node
+# for a mixed lab, e.g. DISTROS="debian12 debian12 debian13 debian13" with NODES=4 (scripts/lab.sh).
+DISTRO ?=
+DISTROS ?=
+LAB_ENV = $(if $(DISTRO),GPUFABRIC_LAB_RELEASE='$(DISTRO)') $(if $(DISTROS),GPUFABRIC_LAB_RELEASES='$(DISTROS)')
 SHELL := /bin/bash
 
 .PHONY: run test setup lab-up lab-down vmlab-up vmlab-down image lint sanity units molecule bench docs clean
 
 run: ## Set up, start the lab, run playbooks/site.yml then playbooks/verify.yml, print where the report is
-	scripts/run-lab.sh $(NODES)
+	$(LAB_ENV) scripts/run-lab.sh $(NODES)
 
 test: ## Every test: ansible-lint (production), ansible-test sanity, unit tests, every Molecule scenario, AWX checks
 	scripts/test.sh
@@ -16,7 +21,7 @@ setup:
 	scripts/setup.sh
 
 lab-up: setup
-	scripts/lab.sh up $(NODES)
+	$(LAB_ENV) scripts/lab.sh up $(NODES)
 
 lab-down:
 	scripts/lab.sh down
@@ -28,7 +33,7 @@ vmlab-down:
 	scripts/vmlab.sh down
 
 image: setup
-	scripts/lab.sh image
+	$(LAB_ENV) scripts/lab.sh image
 
 lint: setup
 	source scripts/env.sh && ansible-lint --profile production

@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# The gpufabric container lab: Debian 12 nodes with systemd and sshd under Podman, on a network of their own,
-# reachable over SSH with a key the lab generates. Everything the lab creates carries the label
+# The gpufabric container lab: Debian 12 and/or Debian 13 nodes with systemd and sshd under Podman, on a network of
+# their own, reachable over SSH with a key the lab generates. Everything the lab creates carries the label
 # gpufabric.lab=<lab name>, so `down` removes exactly that and nothing else.
 #
-#   scripts/lab.sh up [N]     build the image if its recipe changed, start N nodes (default 4), write the inventory
+#   scripts/lab.sh up [N]     build the images if their recipe changed, start N nodes (default 4), write the inventory
 #   scripts/lab.sh down       remove the lab's nodes, network, inventory and key
-#   scripts/lab.sh image      build (or reuse) the image only; prints its name
+#   scripts/lab.sh image      build (or reuse) the image of GPUFABRIC_LAB_RELEASE only; prints its name
 #   scripts/lab.sh host-setup install podman, runc and debootstrap when missing and write the Podman config
+#
+# Releases: one recipe builds both, the release is a parameter. GPUFABRIC_LAB_RELEASE (bookworm or trixie; debian12
+# and debian13 are accepted as aliases; default bookworm) is the release of every node, or GPUFABRIC_LAB_RELEASES
+# names one release per node ("bookworm bookworm trixie trixie"), so a lab can mix releases as a fleet being
+# upgraded does. The image tag is RELEASE-HASH (the hash of the recipe and the release); RELEASE names the newest
+# build of each, and :latest stays the bookworm one that Molecule scenarios start by default.
+# GPUFABRIC_LAB_PRUNE=0 keeps the images of older recipes (by default a new build removes those of its release).
 set -Eeuo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,6 +28,9 @@ INVENTORY=$ROOT/inventories/lab/$LAB_NAME.yml
 # from an earlier lab never describe this one. Commands run against a lab export ANSIBLE_CACHE_PLUGIN_CONNECTION.
 FACT_CACHE=$ROOT/.cache/facts/$LAB_NAME
 IMAGE_REPO=localhost/gpufabric-lab
+LAB_RELEASES_KNOWN=(bookworm trixie)
+# The release :latest names: the one every scenario and helper used before Debian 13 joined.
+LAB_DEFAULT_RELEASE=bookworm
 PODMAN_CONF=/etc/containers/containers.conf.d/50-gpufabric-lab.conf
 # Packages of the node image. Changing this list (or this script's image recipe) changes the image tag.
 IMAGE_PACKAGES=python3,python3-apt,systemd,systemd-sysv,dbus,iproute2,iputils-ping,openssh-server,sudo,procps,kmod,ca-certificates,gnupg,netbase,less
@@ -59,25 +69,49 @@ debian_mirror() {
     echo "$uri"
 }
 
+# A release name as the lab knows it: the Debian code name (debian12/debian13 and 12/13 accepted).
+release_name() {
+    case "$1" in
+        bookworm | debian12 | 12) echo bookworm ;;
+        trixie | debian13 | 13) echo trixie ;;
+        *) die "release must be one of ${LAB_RELEASES_KNOWN[*]} (or debian12, debian13), got '$1'" ;;
+    esac
+}
+
+# The code name of the host's own release, which its apt sources name.
+host_release() {
+    local codename
+    codename=$(sed -n "s/^VERSION_CODENAME=//p" /etc/os-release)
+    [[ -n "$codename" ]] || die "no VERSION_CODENAME in /etc/os-release"
+    echo "$codename"
+}
+
 image_tag() {
-    # The recipe: this file's image section, the package list and the mirror.
-    { sed -n '/^build_image()/,/^}/p' "${BASH_SOURCE[0]}"; echo "$IMAGE_PACKAGES"; debian_mirror; } |
-        sha256sum | cut -c1-12
+    local release=$1
+    # The recipe: this file's image section, the package list, the mirror and the release.
+    { sed -n '/^build_image()/,/^}/p' "${BASH_SOURCE[0]}"; echo "$IMAGE_PACKAGES"; debian_mirror; echo "$release"; } |
+        sha256sum | cut -c1-12 | sed "s/^/$release-/"
 }
 
 build_image() {
-    local tag=$1 rootfs
+    local release=$1 tag=$2 rootfs host started=$SECONDS
     rootfs=$(mktemp -d /var/tmp/gpufabric-rootfs.XXXXXX)
     # shellcheck disable=SC2064  # expand now: the trap must remove this very directory
     trap "rm -rf '$rootfs'" RETURN
     log "building $IMAGE_REPO:$tag with debootstrap from $(debian_mirror) (about a minute)"
-    debootstrap --variant=minbase --include="$IMAGE_PACKAGES" bookworm "$rootfs" "$(debian_mirror)" >"$rootfs.log" 2>&1 ||
+    debootstrap --variant=minbase --include="$IMAGE_PACKAGES" "$release" "$rootfs" "$(debian_mirror)" >"$rootfs.log" 2>&1 ||
         { tail -5 "$rootfs.log" >&2; rm -f "$rootfs.log"; die "debootstrap failed"; }
     rm -f "$rootfs.log"
-    # Same apt sources and Acquire settings as the host, so roles can install packages in the nodes.
+    # Same apt sources and Acquire settings as the host, so roles can install packages in the nodes; the suites
+    # the host's sources name (bookworm, bookworm-updates, bookworm-security) become the image's release.
     rm -f "$rootfs/etc/apt/sources.list"
     cp /etc/apt/sources.list.d/*.sources "$rootfs/etc/apt/sources.list.d/" 2>/dev/null || true
     [[ -f /etc/apt/sources.list ]] && cp /etc/apt/sources.list "$rootfs/etc/apt/sources.list"
+    host=$(host_release)
+    if [[ "$host" != "$release" ]]; then
+        find "$rootfs/etc/apt" -maxdepth 2 \( -name '*.sources' -o -name '*.list' \) -exec \
+            sed -i -E "/^(Suites:|deb )/s/\\<$host(-updates|-security|-backports)?\\>/$release\\1/g" {} +
+    fi
     grep -l '^Acquire::' /etc/apt/apt.conf.d/* 2>/dev/null | xargs -r cp -t "$rootfs/etc/apt/apt.conf.d/"
     # Package lists for those sources, so that roles install without an update of their own (an empty list
     # with a fresh time stamp would pass apt's cache_valid_time and then find no package).
@@ -109,22 +143,45 @@ UNIT
     echo 'UseDNS no' >>"$rootfs/etc/ssh/sshd_config.d/lab.conf"
     install -d -m 0700 "$rootfs/root/.ssh"
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb
-    tar -C "$rootfs" -c . | podman import --change 'CMD ["/sbin/init"]' - "$IMAGE_REPO:$tag" >/dev/null
+    tar -C "$rootfs" -c . | podman import --change 'CMD ["/sbin/init"]' \
+        --change "LABEL gpufabric.lab.release=$release" - "$IMAGE_REPO:$tag" >/dev/null
+    log "built $IMAGE_REPO:$tag in $((SECONDS - started)) s"
 }
 
 ensure_image() {
-    local tag
-    tag=$(image_tag)
+    local release tag
+    release=$(release_name "$1")
+    tag=$(image_tag "$release")
     if podman image exists "$IMAGE_REPO:$tag"; then
         log "reusing cached image $IMAGE_REPO:$tag"
     else
-        build_image "$tag"
-        # Images of older recipes are of no further use; one still used by a container stays.
-        podman images --format '{{.Repository}}:{{.Tag}}' "$IMAGE_REPO" | grep -v -e ":$tag\$" -e ':latest$' |
-            xargs -r podman rmi >/dev/null 2>&1 || true
+        build_image "$release" "$tag"
+        # Images of older recipes of this release are of no further use; one still used by a container stays.
+        # Tags of other releases are never touched; before releases were part of the tag (a bare hash) there
+        # was only bookworm.
+        local stale=":$release-[0-9a-f]{12}\$"
+        [[ "$release" != bookworm ]] || stale="$stale|:[0-9a-f]{12}\$"
+        if [[ "${GPUFABRIC_LAB_PRUNE:-1}" != 0 ]]; then
+            podman images --format '{{.Repository}}:{{.Tag}}' "$IMAGE_REPO" | grep -E "$stale" |
+                grep -v -e ":$tag\$" | xargs -r podman rmi >/dev/null 2>&1 || true
+        fi
     fi
-    podman tag "$IMAGE_REPO:$tag" "$IMAGE_REPO:latest"
+    podman tag "$IMAGE_REPO:$tag" "$IMAGE_REPO:$release"
+    [[ "$release" != "$LAB_DEFAULT_RELEASE" ]] || podman tag "$IMAGE_REPO:$tag" "$IMAGE_REPO:latest"
     echo "$IMAGE_REPO:$tag"
+}
+
+# The release of each node, one a line: GPUFABRIC_LAB_RELEASES (one per node) or GPUFABRIC_LAB_RELEASE for all.
+node_releases() {
+    local count=$1 words i
+    read -r -a words <<<"${GPUFABRIC_LAB_RELEASES:-}"
+    if ((${#words[@]} == 0)); then
+        for ((i = 1; i <= count; i++)); do release_name "${GPUFABRIC_LAB_RELEASE:-$LAB_DEFAULT_RELEASE}"; done
+        return
+    fi
+    ((${#words[@]} == count)) ||
+        die "GPUFABRIC_LAB_RELEASES names ${#words[@]} release(s) for $count node(s): give one per node"
+    for ((i = 0; i < count; i++)); do release_name "${words[$i]}"; done
 }
 
 validate_count() {
@@ -148,7 +205,9 @@ lab_down() {
 }
 
 write_inventory() {
-    local count=$1 i name ip
+    local count=$1 i name ip release
+    shift
+    local releases=("$@")
     {
         echo "# Generated by scripts/lab.sh for lab $LAB_NAME; removed by 'scripts/lab.sh down'."
         echo "all:"
@@ -173,6 +232,17 @@ write_inventory() {
             ip=$(podman inspect "$LAB_NAME-$name" --format "{{(index .NetworkSettings.Networks \"$LAB_NAME\").IPAddress}}")
             echo "        $name:"
             echo "          ansible_host: $ip"
+            # The Debian release the node runs, so that scenarios and site tests can tell mixed labs apart.
+            echo "          gpufabric_lab_release: ${releases[$((i - 1))]}"
+        done
+        # One group per release present, e.g. lab_trixie, for plays that target one release.
+        for release in "${LAB_RELEASES_KNOWN[@]}"; do
+            [[ " ${releases[*]} " == *" $release "* ]] || continue
+            echo "    lab_$release:"
+            echo "      hosts:"
+            for ((i = 1; i <= count; i++)); do
+                [[ "${releases[$((i - 1))]}" != "$release" ]] || echo "        $(node_name "$i"): {}"
+            done
         done
     } >"$INVENTORY.tmp"
     mv "$INVENTORY.tmp" "$INVENTORY"
@@ -248,11 +318,17 @@ wait_for_lldp() {
 }
 
 lab_up() {
-    local count=$1 image i name containers
+    local count=$1 i name containers listed releases release
     validate_count "$count"
     count=$((10#$count))
+    listed=$(node_releases "$count")
+    mapfile -t releases <<<"$listed"
     host_setup
-    image=$(ensure_image)
+    # One image per release in the lab (each built or reused before anything starts).
+    local -A images=()
+    for release in "${releases[@]}"; do
+        [[ -n "${images[$release]:-}" ]] || images[$release]=$(ensure_image "$release")
+    done
     lab_down
     # A failed start leaves nothing behind.
     trap 'log "start failed; removing what was created"; lab_down' ERR
@@ -263,9 +339,12 @@ lab_up() {
         name=$(node_name "$i")
         podman run -d --name "$LAB_NAME-$name" --hostname "$name" --label "gpufabric.lab=$LAB_NAME" \
             --network "$LAB_NAME" --systemd=always --cap-add NET_ADMIN,NET_RAW --device /dev/net/tun \
-            -v "$STATE_DIR/id_ed25519.pub:/root/.ssh/authorized_keys:ro" "$image" /sbin/init >/dev/null
+            --label "gpufabric.lab.release=${releases[$((i - 1))]}" \
+            -v "$STATE_DIR/id_ed25519.pub:/root/.ssh/authorized_keys:ro" "${images[${releases[$((i - 1))]}]}" \
+            /sbin/init >/dev/null
     done
-    start_leaves "$image"
+    # The leaves run the first node's release: only lldpd runs there.
+    start_leaves "${images[${releases[0]}]}"
     cable_fabric "$count"
     # Each node's "storage VLAN" address, on lo since the kernel has no 802.1Q: IPsec tunnels carry it
     # (userspace ESP cannot tunnel traffic to the IKE peer's own address).
@@ -276,9 +355,9 @@ lab_up() {
     install_lldpd "${containers[@]}"
     wait_for_ssh "$count"
     wait_for_lldp "$count"
-    write_inventory "$count"
+    write_inventory "$count" "${releases[@]}"
     trap - ERR
-    log "$count node(s) up on network $LAB_NAME ($LAB_SUBNET); inventory: ${INVENTORY#"$ROOT"/}"
+    log "$count node(s) (${releases[*]}) up on network $LAB_NAME ($LAB_SUBNET); inventory: ${INVENTORY#"$ROOT"/}"
 }
 
 case "${1:-}" in
@@ -287,7 +366,11 @@ case "${1:-}" in
         lab_up "${2:-${GPUFABRIC_LAB_NODES:-4}}"
         ;;
     down) lab_down; log "lab $LAB_NAME removed" ;;
-    image) host_setup; ensure_image ;;
+    image)
+        release_name "${GPUFABRIC_LAB_RELEASE:-$LAB_DEFAULT_RELEASE}" >/dev/null
+        host_setup
+        ensure_image "${GPUFABRIC_LAB_RELEASE:-$LAB_DEFAULT_RELEASE}"
+        ;;
     host-setup) host_setup ;;
     *) die "usage: scripts/lab.sh up [N] | down | image | host-setup" ;;
 esac

@@ -15,6 +15,9 @@ version_added: 0.1.0
 description:
   - Parses the default (human) output of strongSwan's C(swanctl --list-sas), the form swanctl prints on every
     release and the one people paste into tickets, into a list of IKE SAs with their CHILD SAs.
+  - Each IKE and CHILD SA carries its key exchanges and a C(post_quantum) flag. A CHILD SA's own key exchanges
+    are those of its rekeys (PFS); it counts as post-quantum when its IKE SA does, since its keys derive from the
+    IKE SA's.
   - An empty output means no SAs and gives an empty list.
   - Raises an error naming the line it could not read when the text is not C(swanctl --list-sas) output.
   - The same parser backs the M(gpufabric.core.swanctl_verify) module.
@@ -80,7 +83,18 @@ _value:
       description: Negotiated IKE algorithms (encryption[, integrity], PRF, key exchange); empty while connecting.
       type: list
       elements: str
-      sample: [AES_GCM_16-256, PRF_HMAC_SHA2_384, ECP_384]
+      sample: [AES_GCM_16-256, PRF_HMAC_SHA2_384, ECP_384, KE1_ML_KEM_768]
+    key_exchanges:
+      description:
+        - The IKE SA's key exchanges in negotiation order, the classical group first and then the RFC 9370
+          additional ones that strongSwan 6 lists as C(KE1_...), without that prefix; empty while connecting.
+      type: list
+      elements: str
+      sample: [ECP_384, ML_KEM_768]
+    post_quantum:
+      description: Whether one of the IKE SA's key exchanges is a post-quantum KEM (ML-KEM).
+      type: bool
+      sample: true
     established_seconds:
       description: Seconds since the IKE SA was established; null when not established.
       type: int
@@ -107,6 +121,8 @@ _value:
           protocol: ESP
           algorithms: [AES_GCM_16-256, ECP_384]
           encryption: AES_GCM_16-256
+          key_exchanges: [ECP_384]
+          post_quantum: true
           bytes_in: 252
           packets_in: 3
           bytes_out: 252

@@ -4,7 +4,8 @@
 """Parsers and checks for strongSwan's swanctl command line tool.
 
 parse_list_sas reads the default (human) output of `swanctl --list-sas`, the form people paste into tickets and
-the one swanctl prints on every strongSwan release; evaluate_sas compares what it found with the IKE and CHILD SAs a
+the one swanctl prints on every strongSwan release (5.9 and 6.x, whose IKE and CHILD SA lines add the RFC 9370
+additional key exchanges as `KE1_ML_KEM_768`); evaluate_sas compares what it found with the IKE and CHILD SAs a
 configuration expects and names each peer that is not as it should be; summarize_initiate reads the log that
 `swanctl --initiate` streams and keeps the lines that say why an SA was refused.
 """
@@ -39,6 +40,12 @@ _TRAFFIC = re.compile(
 _SECONDS = re.compile(r"(established|installed|rekeying in|reauth in|expires in) (\d+)s")
 _TS = re.compile(r"^(?P<side>local|remote) +(?P<ts>.+)$")
 _VERSION = re.compile(r"strongSwan swanctl (?P<version>\d+(?:\.\d+)+)")
+# Key exchange transforms in the algorithm lists: the classical group ("ECP_384", "MODP_3072", "CURVE_25519",
+# "ECP_256_BP") and, from strongSwan 6.0, each additional key exchange of RFC 9370 as KE<n>_<name>
+# ("KE1_ML_KEM_768"). A post-quantum one may also stand alone in the first slot ("ML_KEM_768").
+_CLASSICAL_KE = re.compile(r"(?:MODP_\d+(?:_\d+)?|ECP_\d+(?:_BP)?|CURVE_(?:25519|448))\Z")
+_POST_QUANTUM_KE = re.compile(r"(?:ML_KEM_\d+|KYBER_\w+|FRODO_\w+|BIKE_\w+|HQC_\w+|NTRU_\w+|NEWHOPE_\w+)\Z")
+_ADDITIONAL_KE = re.compile(r"KE(?P<number>[1-7])_(?P<name>\w+)\Z")
 
 # swanctl proposal keywords and the names `swanctl --list-sas` prints for the negotiated algorithm.
 _ENCRYPTION_NAMES = {
@@ -72,6 +79,8 @@ _FAILURE_PATTERNS = (
     re.compile(r"received AUTHENTICATION_FAILED notify error"),
     re.compile(r"received (NO_PROPOSAL_CHOSEN|TS_UNACCEPTABLE|INVALID_KE_PAYLOAD|INTERNAL_ADDRESS_FAILURE) notify error"),
     re.compile(r"no acceptable proposal found"),
+    # strongSwan 6 without an implementation of a negotiated method, e.g. ML-KEM without the ml plugin
+    re.compile(r"negotiated key exchange method \S+ not supported"),
     re.compile(r"no matching peer config found"),
     re.compile(r"peer not authenticated by .*"),
     re.compile(r"certificate expired.*|certificate not valid.*"),
@@ -79,6 +88,26 @@ _FAILURE_PATTERNS = (
     re.compile(r"not establishing CHILD_SA .* due to existing duplicate .*"),
     re.compile(r"initiate failed: .*"),
 )
+
+
+def key_exchanges(algorithms):
+    """The key exchanges in one SA's algorithm list, in negotiation order, without the KE<n>_ prefix.
+
+    ["AES_GCM_16-256", "PRF_HMAC_SHA2_384", "ECP_384", "KE1_ML_KEM_768"] gives ["ECP_384", "ML_KEM_768"].
+    """
+    found = []
+    for algorithm in algorithms:
+        additional = _ADDITIONAL_KE.match(algorithm)
+        if additional:
+            found.append(additional.group("name"))
+        elif _CLASSICAL_KE.match(algorithm) or _POST_QUANTUM_KE.match(algorithm):
+            found.append(algorithm)
+    return found
+
+
+def is_post_quantum(names):
+    """Whether any of these key exchanges (key_exchanges() names) is a post-quantum KEM such as ML_KEM_768."""
+    return any(_POST_QUANTUM_KE.match(name) for name in names)
 
 
 def _int_or_none(value):
@@ -94,9 +123,15 @@ def parse_list_sas(text):
     """Parse the default output of `swanctl --list-sas` into a list of IKE SAs.
 
     Each IKE SA is a dict: name, uniqueid, state, version, initiator (bool: this host initiated it), local and
-    remote ({id, host, port}), algorithms (list, empty while CONNECTING), established_seconds, rekey_seconds,
-    children (list of CHILD SAs: name, uniqueid, reqid, state, mode, udp_encap, protocol, algorithms, encryption,
-    bytes_in, packets_in, bytes_out, packets_out, local_ts, remote_ts). An empty output means no SAs.
+    remote ({id, host, port}), algorithms (list, empty while CONNECTING), key_exchanges (the classical group and
+    the additional key exchanges, ["ECP_384", "ML_KEM_768"]), post_quantum (bool: one of them is a post-quantum
+    KEM), established_seconds, rekey_seconds, children (list of CHILD SAs: name, uniqueid, reqid, state, mode,
+    udp_encap, protocol, algorithms, encryption, key_exchanges, post_quantum, bytes_in, packets_in, bytes_out,
+    packets_out, local_ts, remote_ts). An empty output means no SAs.
+
+    A CHILD SA's key_exchanges are its own (none for the CHILD SA created with the IKE SA, a PFS group after a
+    rekey); its keys derive from the IKE SA's, so it is post_quantum when its own or its IKE SA's key exchanges
+    include a post-quantum KEM.
     """
     if isinstance(text, str) and not text.strip():
         return []
@@ -124,6 +159,8 @@ def parse_list_sas(text):
                 "local": None,
                 "remote": None,
                 "algorithms": [],
+                "key_exchanges": [],
+                "post_quantum": False,
                 "established_seconds": None,
                 "rekey_seconds": None,
                 "reauth_seconds": None,
@@ -146,6 +183,8 @@ def parse_list_sas(text):
     for ike in sas:
         if ike["local"] is None or ike["remote"] is None:
             raise ParseError(LIST_SAS, "IKE SA %s has no local/remote endpoint lines" % ike["name"])
+        for child in ike["children"]:
+            child["post_quantum"] = child["post_quantum"] or ike["post_quantum"]
     return sas
 
 
@@ -172,6 +211,8 @@ def _parse_ike_line(ike, body, number):
             "protocol": child.group("protocol"),
             "algorithms": algorithms,
             "encryption": algorithms[0] if algorithms else None,
+            "key_exchanges": key_exchanges(algorithms),
+            "post_quantum": is_post_quantum(key_exchanges(algorithms)),
             "installed_seconds": None,
             "rekey_seconds": None,
             "expires_seconds": None,
@@ -194,8 +235,10 @@ def _parse_ike_line(ike, body, number):
             ike["tasks"][task] = body.split(":", 1)[1].split()
             return None
     if "/" in body and " " not in body:
-        # "AES_GCM_16-256/PRF_HMAC_SHA2_384/ECP_384": encryption[/integrity]/PRF/key exchange(s)
+        # "AES_GCM_16-256/PRF_HMAC_SHA2_384/ECP_384[/KE1_ML_KEM_768]": encryption[/integrity]/PRF/key exchange(s)
         ike["algorithms"] = body.split("/")
+        ike["key_exchanges"] = key_exchanges(ike["algorithms"])
+        ike["post_quantum"] = is_post_quantum(ike["key_exchanges"])
         return None
     raise ParseError(LIST_SAS, "line %d of IKE SA %s is not understood: %r" % (number, ike["name"], body))
 
@@ -261,14 +304,16 @@ def summarize_initiate(text):
         [r for r in reasons if r.startswith("initiate failed")]
 
 
-def evaluate_sas(sas, expected, encryption=None):
+def evaluate_sas(sas, expected, encryption=None, require_post_quantum=False):
     """Compare parsed SAs with the expected ones and describe every peer that is not right.
 
     expected: list of dicts with peer (name shown to people), ike (connection name), child (CHILD SA name),
-    remote_host (address, optional) and absent (true when the peer must NOT have an SA, e.g. it is revoked).
+    remote_host (address, optional), absent (true when the peer must NOT have an SA, e.g. it is revoked) and
+    post_quantum (true: the SAs must include a post-quantum key exchange; None or missing: require_post_quantum).
     encryption: names of acceptable CHILD SA encryption algorithms ("AES_GCM_16-256"); empty means any.
     Returns a list with one dict per expected peer: peer, ike, child, ok, problem (None when ok), ike_state,
-    child_state, encryption, packets_in, packets_out.
+    child_state, encryption, key_exchanges (the IKE SA's), child_key_exchanges (the CHILD SA's own),
+    post_quantum (None until both SAs are up), packets_in, packets_out.
     """
     results = []
     for want in expected:
@@ -283,9 +328,15 @@ def evaluate_sas(sas, expected, encryption=None):
             "ike_state": ikes[0]["state"] if ikes else None,
             "child_state": None,
             "encryption": None,
+            "key_exchanges": [],
+            "child_key_exchanges": [],
+            "post_quantum": None,
             "packets_in": None,
             "packets_out": None,
         }
+        pq_required = want.get("post_quantum")
+        if pq_required is None:
+            pq_required = require_post_quantum
         installed = [
             child for sa in established for child in sa["children"]
             if child["name"] == want["child"] and child["state"] == "INSTALLED"
@@ -311,15 +362,23 @@ def evaluate_sas(sas, expected, encryption=None):
                 want["child"], want["peer"], "/".join(states) if states else "missing")
         else:
             child = installed[-1]
+            ike = next(sa for sa in established if child in sa["children"])
             result.update({
                 "child_state": child["state"],
                 "encryption": child["encryption"],
+                "key_exchanges": ike["key_exchanges"],
+                "child_key_exchanges": child["key_exchanges"],
+                "post_quantum": ike["post_quantum"] and child["post_quantum"],
                 "packets_in": child["packets_in"],
                 "packets_out": child["packets_out"],
             })
             if encryption and child["encryption"] not in encryption:
                 result["problem"] = "CHILD SA %s with peer %s uses %s, expected %s" % (
                     want["child"], want["peer"], child["encryption"], " or ".join(encryption))
+            elif pq_required and not result["post_quantum"]:
+                result["problem"] = (
+                    "SAs with peer %s are classical (IKE SA %s key exchange %s), a post-quantum key exchange "
+                    "(ML-KEM) is required" % (want["peer"], want["ike"], "+".join(ike["key_exchanges"]) or "none"))
             else:
                 result["ok"] = True
         if result["child_state"] is None and installed:

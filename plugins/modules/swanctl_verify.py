@@ -17,6 +17,9 @@ description:
     initiate towards this host.
   - Fails with one line per peer that is not right, including the reason strongSwan logged when this host's
     initiation was refused (untrusted CA, revoked certificate, no proposal chosen, timeout...).
+  - Reports each peer's key exchanges (the classical group and, on strongSwan 6, the RFC 9370 additional ones such
+    as ML-KEM-768) and whether its SAs are post-quantum; with O(require_post_quantum) (or
+    O(expected[].post_quantum)) a peer whose SAs are classical is a problem, named in the failure.
   - The parsing is the same code as the P(gpufabric.core.swanctl_sas#filter) filter.
 author:
   - gpufabric.core maintainers (@gpufabric)
@@ -60,6 +63,19 @@ options:
         description: The peer must have no SA (its certificate is revoked).
         type: bool
         default: false
+      post_quantum:
+        description:
+          - Whether this peer's SAs must include a post-quantum key exchange (ML-KEM); unset means
+            O(require_post_quantum).
+          - Set it to V(false) for a peer known to run strongSwan 5.9 in a mesh that otherwise requires it.
+        type: bool
+  require_post_quantum:
+    description:
+      - Fail every peer whose IKE SA has no post-quantum key exchange (a classical SA), for meshes whose
+        C(ipsec_pq_kex) requires ML-KEM. Without it, classical SAs are only listed in RV(classical).
+      - A CHILD SA counts as post-quantum when its IKE SA does, since its keys derive from the IKE SA's.
+    type: bool
+    default: false
   esp_proposals:
     description:
       - The configured ESP proposals; a CHILD SA using another encryption algorithm is reported.
@@ -121,6 +137,9 @@ peers:
       ike_state: ESTABLISHED
       child_state: INSTALLED
       encryption: AES_GCM_16-256
+      key_exchanges: [ECP_384, ML_KEM_768]
+      child_key_exchanges: []
+      post_quantum: true
       packets_in: 3
       packets_out: 3
       reasons: []
@@ -132,6 +151,9 @@ peers:
       ike_state: null
       child_state: null
       encryption: null
+      key_exchanges: []
+      child_key_exchanges: []
+      post_quantum: null
       packets_in: null
       packets_out: null
       reasons:
@@ -144,6 +166,14 @@ problems:
   type: list
   elements: str
   sample: ["peer node3: no IKE SA with peer node3 (connection gf-node3); strongSwan said: issuer is \"CN=other CA\""]
+classical:
+  description:
+    - Peers whose SAs are established without a post-quantum key exchange, whether or not that is required (a
+      strongSwan 5.9 peer under C(ipsec_pq_kex=preferred)).
+  returned: always
+  type: list
+  elements: str
+  sample: [node4]
 initiated:
   description: CHILD SAs this run initiated.
   returned: always
@@ -167,11 +197,15 @@ sas:
       initiator: true
       local: {id: node1, host: 10.0.0.1, port: 4500}
       remote: {id: node2, host: 10.0.0.2, port: 4500}
-      algorithms: [AES_GCM_16-256, PRF_HMAC_SHA2_384, ECP_384]
+      algorithms: [AES_GCM_16-256, PRF_HMAC_SHA2_384, ECP_384, KE1_ML_KEM_768]
+      key_exchanges: [ECP_384, ML_KEM_768]
+      post_quantum: true
       children:
         - name: gf-node2
           state: INSTALLED
           encryption: AES_GCM_16-256
+          key_exchanges: []
+          post_quantum: true
           local_ts: [10.77.0.1/32]
           remote_ts: [10.77.0.2/32]
 """
@@ -212,7 +246,9 @@ def main():
                 remote_host=dict(type="str"),
                 initiator=dict(type="bool", default=False),
                 absent=dict(type="bool", default=False),
+                post_quantum=dict(type="bool"),
             )),
+            require_post_quantum=dict(type="bool", default=False),
             esp_proposals=dict(type="list", elements="str", default=[]),
             enforce=dict(type="bool", default=True),
             timeout=dict(type="int", default=30),
@@ -231,7 +267,7 @@ def main():
     acting = params["enforce"] and not module.check_mode
 
     sas = _list_sas(module, swanctl)
-    results = evaluate_sas(sas, params["expected"], encryption)
+    results = evaluate_sas(sas, params["expected"], encryption, params["require_post_quantum"])
     wanted = {w["peer"]: w for w in params["expected"]}
     reasons = {}
     initiated = []
@@ -257,7 +293,7 @@ def main():
         # Responders wait here for the peers that initiate towards them.
         time.sleep(_POLL_SECONDS)
         sas = _list_sas(module, swanctl)
-        results = evaluate_sas(sas, params["expected"], encryption)
+        results = evaluate_sas(sas, params["expected"], encryption, params["require_post_quantum"])
 
     problems = []
     for result in results:
@@ -271,8 +307,9 @@ def main():
             line += " (%s initiates this pair: its own report says why)" % result["peer"]
         problems.append(line)
 
-    report = dict(changed=bool(initiated or terminated), peers=results, problems=problems, initiated=initiated,
-                  terminated=terminated)
+    classical = [r["peer"] for r in results if r["post_quantum"] is False]
+    report = dict(changed=bool(initiated or terminated), peers=results, problems=problems, classical=classical,
+                  initiated=initiated, terminated=terminated)
     if problems and params["fail_on_problems"]:
         module.fail_json(msg="IPsec SAs are not as expected: " + " | ".join(problems), **report)
     module.exit_json(sas=sas, **report)
