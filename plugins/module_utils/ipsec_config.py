@@ -46,10 +46,10 @@ def effective_ike_proposals(proposals, pq_kex, algorithms):
             return ["%s-ke1_mlkem768" % p for p in proposals] + proposals, None
         return proposals, None
     if algorithms is not None and PQ_ALGORITHM_NAMES[pq_kex] not in algorithms:
+        name = PQ_ALGORITHM_NAMES[pq_kex]
         return proposals, (
             "ipsec_pq_kex is %s but swanctl --list-algs lists no %s: install and load strongSwan's ml plugin (or "
-            "openssl >= 3.5 with the openssl plugin), or set ipsec_pq_kex to none." % (pq_kex,
-                                                                                      PQ_ALGORITHM_NAMES[pq_kex]))
+            "openssl >= 3.5 with the openssl plugin), or set ipsec_pq_kex to none." % (pq_kex, name))
     return ["%s-ke1_%s" % (p, pq_kex) for p in proposals], None
 
 

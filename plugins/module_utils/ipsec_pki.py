@@ -83,7 +83,7 @@ def subject_alt_names(certificate):
 
 
 def _general_name(text):
-    kind, _, value = text.partition(":")
+    kind, unused_separator, value = text.partition(":")
     if kind == "DNS":
         return x509.DNSName(value)
     if kind == "IP":
