@@ -166,10 +166,20 @@ def plan(desired, current):
         if (have.get("content") != want["content"] or have.get("mode") != want["mode"]
                 or have.get("owner") not in (None, (0, 0))):
             changed.append(path)
-    restart = any(desired[path]["reload"] == RESTART for path in changed)
+    # A comment is not a setting: a file whose settings stayed the same (a new header) does not drop every SA.
+    restart = any(desired[path]["reload"] == RESTART
+                  and _settings_of(desired[path]["content"]) != _settings_of((current.get(path) or {}).get("content"))
+                  for path in changed)
     # A restart loads the swanctl configuration too, but --load-all --clear is still needed for the CRL cache.
     load = bool(changed)
     return {"changed": changed, "restart": restart, "load": load}
+
+
+def _settings_of(content):
+    """The lines of a strongSwan settings file that charon reads (comments and blank lines left out)."""
+    if content is None:
+        return None
+    return [line.strip() for line in content.splitlines() if line.strip() and not line.strip().startswith("#")]
 
 
 def diffs(desired, current, changed):

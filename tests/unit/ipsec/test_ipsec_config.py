@@ -137,6 +137,11 @@ def test_plan_restart_only_for_the_data_path_and_nothing_when_equal(tmp_path):
     one = dict(same, **{conf: {"content": "old\n", "mode": 0o644, "owner": (0, 0)}})
     assert plan(desired, one) == {"changed": [conf], "restart": False, "load": True}
     assert plan(desired, {})["restart"] is True
+    charon = str(tmp_path / "charon.conf")
+    header = dict(same, **{charon: {"content": "# Ansible managed\ncharon\n", "mode": 0o644, "owner": (0, 0)}})
+    assert plan(desired, header) == {"changed": [charon], "restart": False, "load": True}
+    setting = dict(same, **{charon: {"content": "charon-old\n", "mode": 0o644, "owner": (0, 0)}})
+    assert plan(desired, setting) == {"changed": [charon], "restart": True, "load": True}
     mode = dict(same, **{conf: {"content": "conf\n", "mode": 0o666, "owner": (0, 0)}})
     assert plan(desired, mode)["changed"] == [conf]
     diff = diffs(desired, one, [conf])
