@@ -96,6 +96,17 @@ options:
     description: Fail when any peer is not as expected; otherwise only report.
     type: bool
     default: true
+  traffic_selectors:
+    description:
+      - This host's traffic selectors (the mesh's C(local_ts)). Every RDMA rail with an address inside them is
+        reported in RV(roce_unencrypted) and warned about, because RoCE traffic bypasses the kernel's IPsec.
+    type: list
+    elements: str
+    default: []
+  sysfs_root:
+    description: Where sysfs is mounted (the RDMA devices are read from its class/infiniband).
+    type: path
+    default: /sys
 """
 
 EXAMPLES = r"""
@@ -208,12 +219,33 @@ sas:
           post_quantum: true
           local_ts: [10.77.0.1/32]
           remote_ts: [10.77.0.2/32]
+roce_unencrypted:
+  description:
+    - RDMA rails whose address the traffic selectors cover. RDMA NICs and rxe put RoCE packets (UDP 4791) on the wire
+      without the kernel's xfrm stack, so this traffic is not encrypted although a policy covers the address.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{device: rxe0, port: 1, netdev: bond0.100, address: 10.100.0.1, selectors: [10.100.0.0/24],
+            gid_indexes: [1]}]
+roce_warnings:
+  description: One line per entry of RV(roce_unencrypted), as also issued as a warning.
+  type: list
+  elements: str
+  returned: always
+  sample: ["RoCE on rxe0 (bond0.100, 10.100.0.1) bypasses kernel IPsec: not encrypted"]
+rdma_devices:
+  description: The RDMA devices found under sysfs (none in a container).
+  returned: success
+  type: list
+  elements: str
 """
 
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_config import roce_bypass, roce_warning
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
 from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import (
     encryption_names,
@@ -221,6 +253,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import (
     parse_list_sas,
     summarize_initiate,
 )
+from ansible_collections.gpufabric.core.plugins.module_utils.sysfs import collect_sysfs, rdma_devices
 
 _POLL_SECONDS = 1
 
@@ -253,6 +286,8 @@ def main():
             enforce=dict(type="bool", default=True),
             timeout=dict(type="int", default=30),
             fail_on_problems=dict(type="bool", default=True),
+            traffic_selectors=dict(type="list", elements="str", default=[]),
+            sysfs_root=dict(type="path", default="/sys"),
         ),
         supports_check_mode=True,
     )
@@ -308,8 +343,14 @@ def main():
         problems.append(line)
 
     classical = [r["peer"] for r in results if r["post_quantum"] is False]
+    # RoCE leaves in clear whatever the policies say: name every rail the selectors seem to protect.
+    devices = rdma_devices(collect_sysfs(params["sysfs_root"]))
+    unencrypted = roce_bypass(devices, params["traffic_selectors"])
+    for entry in unencrypted:
+        module.warn(roce_warning(entry))
     report = dict(changed=bool(initiated or terminated), peers=results, problems=problems, classical=classical,
-                  initiated=initiated, terminated=terminated)
+                  initiated=initiated, terminated=terminated, roce_unencrypted=unencrypted,
+                  roce_warnings=[roce_warning(entry) for entry in unencrypted], rdma_devices=sorted(devices))
     if problems and params["fail_on_problems"]:
         module.fail_json(msg="IPsec SAs are not as expected: " + " | ".join(problems), **report)
     module.exit_json(sas=sas, **report)

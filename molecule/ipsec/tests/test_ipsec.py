@@ -149,6 +149,15 @@ def test_ca_stays_on_the_controller():
     assert sorted(len(list((PKI / "issued" / node).glob("*.pem"))) for node in NODES) == [1, 1, 1]
 
 
+def test_verify_reports_no_roce_rail_in_a_container():
+    """RoCE bypasses kernel IPsec; containers have no RDMA device, so the role reports none (and says why)."""
+    rc, output = run_role(str(SCENARIO / "converge.yml"), "--tags", "ipsec_verify")
+    words = " ".join(output.replace("\\", " ").split())
+    for node in NODES:
+        assert "none: RoCE bypasses kernel IPsec on no rail of %s (no RDMA device)" % node in words, output[-3000:]
+    assert "bypasses kernel IPsec: not encrypted" not in words
+
+
 @pytest.mark.parametrize("identity", ["%any", "ipsec-node3\\n"], ids=["wildcard", "newline"])
 def test_one_bad_identity_stops_every_node_before_anything_changes(identity):
     """node3's identity is bad: node1 and node2 must not write it into their swanctl.conf either; nothing changes."""

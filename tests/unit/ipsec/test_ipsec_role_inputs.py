@@ -83,17 +83,19 @@ TEMPLATE_PLAY = [{
                    str(ROOT / "roles" / "ipsec" / "vars" / "main.yml")],
     "vars": {
         "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-        "__ipsec_pq_effective": "none",
         "__ipsec_mesh": "{{ 'node1' | gpufabric.core.swanctl_mesh(nodes=__nodes, controller_addresses=['10.0.0.9']) }}",
         "__nodes": [{"name": "node%d" % i, "address": "10.0.0.%d" % i, "id": "node%d" % i,
                      "selectors": ["10.0.0.0/29"] if i == 9 else []} for i in (1, 2)],
     },
-    "tasks": [{
-        "name": "Render",
-        "ansible.builtin.template": {"src": str(ROOT / "roles" / "ipsec" / "templates" / "swanctl.conf.j2"),
-                                     "dest": "{{ dest }}", "mode": "0644"},
-    }],
+    # The role's own task (configure.yml), with the file paths moved into the test's folder.
+    "tasks": [dict(yaml.safe_load((ROOT / "roles" / "ipsec" / "tasks" / "configure.yml").read_text())[0],
+                   name="Render")],
 }]
+TEMPLATE_PLAY[0]["tasks"][0]["gpufabric.core.ipsec_config"] = dict(
+    TEMPLATE_PLAY[0]["tasks"][0]["gpufabric.core.ipsec_config"], swanctl_conf_path="{{ dest }}",
+    charon_conf_path="{{ dest | dirname }}/charon.conf", certificate_path="{{ dest | dirname }}/x509/gpufabric.crt",
+    ca_certificate_path="{{ dest | dirname }}/x509ca/gpufabric-ca.crt", ca_certificate=None, crl=None,
+    crl_path="{{ dest | dirname }}/x509crl/gpufabric.crl", sysfs_root="{{ dest | dirname }}/sys", pq_kex="none")
 
 
 def render(tmp_path, **extra):
@@ -128,7 +130,7 @@ def test_newline_in_a_value_cannot_add_a_setting(tmp_path):
     rc, report, dest = render(tmp_path, ipsec_child_rekey_time=INJECTED_REKEY)
     assert rc != 0
     task = report["plays"][0]["tasks"][0]["hosts"]["localhost"]
-    assert "gpufabric.core.swanctl_value: value for swanctl.conf holds a control character" in task["msg"]
+    assert "gpufabric.core.ipsec_config: value for swanctl.conf holds a control character" in task["msg"]
     assert not dest.exists()
 
 

@@ -1,0 +1,303 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ipsec role's files as pure functions: render them, plan the change, say what must be reloaded.
+
+gpufabric.core.ipsec_config writes what these functions return as one transaction; the RoCE report is shared with
+gpufabric.core.swanctl_verify.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import tempfile
+
+from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import quote_value
+
+HEADER = "# Managed by gpufabric.core.ipsec_config: local edits are replaced on the next run.\n"
+
+# What a change of each kind of file needs: the data path plugin is only read when charon starts; the others are
+# loaded into the running daemon by swanctl --load-all.
+RESTART = "restart"
+LOAD = "load"
+
+# A traffic selector may carry a protocol/port suffix (10.0.0.0/24[tcp/22]): only the network counts here.
+_SELECTOR_SUFFIX = re.compile(r"\[[^\]]*\]\Z")
+
+
+# What swanctl --list-algs calls each ML-KEM key exchange.
+PQ_ALGORITHM_NAMES = {"mlkem512": "ML_KEM_512", "mlkem768": "ML_KEM_768", "mlkem1024": "ML_KEM_1024"}
+
+
+def effective_ike_proposals(proposals, pq_kex, algorithms):
+    """The IKE proposals with the ML-KEM additional key exchange (RFC 9370) appended, and a problem or None.
+
+    algorithms: the output of swanctl --list-algs, None where it could not be read (check mode on a host without
+    strongSwan yet: nothing is refused then). auto uses ML-KEM-768 when strongSwan offers it and keeps the classical
+    proposals after it as the fallback for peers without ML-KEM.
+    """
+    proposals = list(proposals)
+    if pq_kex == "none":
+        return proposals, None
+    if pq_kex == "auto":
+        if algorithms is not None and PQ_ALGORITHM_NAMES["mlkem768"] in algorithms:
+            return ["%s-ke1_mlkem768" % p for p in proposals] + proposals, None
+        return proposals, None
+    if algorithms is not None and PQ_ALGORITHM_NAMES[pq_kex] not in algorithms:
+        name = PQ_ALGORITHM_NAMES[pq_kex]
+        return proposals, (
+            "ipsec_pq_kex is %s but swanctl --list-algs lists no %s: install and load strongSwan's ml plugin (or "
+            "openssl >= 3.5 with the openssl plugin), or set ipsec_pq_kex to none." % (pq_kex, name))
+    return ["%s-ke1_%s" % (p, pq_kex) for p in proposals], None
+
+
+def value(item):
+    """A swanctl.conf value, a list joined with commas; refuses what a quoted string cannot hold."""
+    if isinstance(item, (list, tuple)):
+        for element in item:
+            quote_value(element)
+        return quote_value(",".join(str(element) for element in item))
+    return quote_value(item)
+
+
+def render_charon_conf(kernel_libipsec):
+    """strongswan.d settings of charon: the ESP data path."""
+    return HEADER + (
+        "# Loaded after the package's strongswan.d/charon/*.conf, so these values win.\n"
+        "charon {\n"
+        "    plugins {\n"
+        "        kernel-libipsec {\n"
+        "            # yes: userspace ESP over a TUN device (ipsec0), only for kernels without ESP (containers, labs);\n"
+        "            # no: the kernel's XFRM data path, the only one fit for production traffic.\n"
+        "            load = %s\n"
+        "        }\n"
+        "    }\n"
+        "}\n" % ("yes" if kernel_libipsec else "no"))
+
+
+def render_swanctl_conf(mesh, settings):
+    """swanctl.conf of one host from the swanctl_mesh result and the role's settings.
+
+    settings: mesh_group, ike_proposals (the effective ones), esp_proposals, ike_rekey_time, child_rekey_time,
+    dpd_delay, mode, hw_offload, revocation_policy, conn_prefix, certificate (file name under x509/),
+    ca_certificate (file name under x509ca/).
+    """
+    lines = [HEADER.rstrip("\n"),
+             "# IKEv2 full mesh of %s: one connection per peer; selectors, initiator side and bypass policies are"
+             % value(settings["mesh_group"]),
+             "# computed by gpufabric.core.swanctl_mesh. Every value is quoted and refused if it holds a newline,",
+             "# a quote or a backslash: no value can end its line and add a setting.",
+             "connections {"]
+    for conn in mesh.get("connections", []):
+        note = ", certificate revoked: trap only, every attempt refused" if conn.get("revoked") else ""
+        start_action = conn["start_action"]
+        lines += [
+            "    %s {" % conn["name"],
+            "        # peer %s (%s%s)" % (value(conn["peer"]), conn["kind"], note),
+            "        version = 2",
+            "        local_addrs = %s" % value(conn["local_addrs"]),
+            "        remote_addrs = %s" % value(conn["remote_addrs"]),
+            "        proposals = %s" % value(settings["ike_proposals"]),
+            "        rekey_time = %s" % value(settings["ike_rekey_time"]),
+            "        dpd_delay = %s" % value(settings["dpd_delay"]),
+            "        mobike = no",
+            "        local {",
+            "            auth = pubkey",
+            "            certs = %s" % value(settings["certificate"]),
+            "            id = %s" % value(conn["local_id"]),
+            "        }",
+            "        remote {",
+            "            auth = pubkey",
+            "            id = %s" % value(conn["remote_id"]),
+            "            cacerts = %s" % value(settings["ca_certificate"]),
+            "            revocation = %s" % value(settings["revocation_policy"]),
+            "        }",
+            "        children {",
+            "            %s {" % conn["name"],
+            "                local_ts = %s" % value(conn["local_ts"]),
+            "                remote_ts = %s" % value(conn["remote_ts"]),
+            "                mode = %s" % value(settings["mode"]),
+            "                esp_proposals = %s" % value(settings["esp_proposals"]),
+            "                rekey_time = %s" % value(settings["child_rekey_time"]),
+            "                hw_offload = %s" % value(settings["hw_offload"]),
+            "                start_action = %s" % value(start_action),
+            "                dpd_action = %s" % ("restart" if start_action == "trap|start" else "trap"),
+            "                close_action = trap",
+            "            }",
+            "        }",
+            "    }",
+        ]
+    shunts = mesh.get("shunts") or []
+    if shunts:
+        lines += [
+            "    # Pass policies: traffic that never enters a tunnel (the controller's SSH session, "
+            "ipsec_bypass_networks).",
+            "    %s-bypass {" % settings["conn_prefix"],
+            "        remote_addrs = 127.0.0.1",
+            "        children {",
+        ]
+        for shunt in shunts:
+            lines += [
+                "            %s {" % shunt["name"],
+                "                local_ts = %s" % value(shunt["local_ts"]),
+                "                remote_ts = %s" % value(shunt["remote_ts"]),
+                "                mode = pass",
+                "                start_action = trap",
+                "            }",
+            ]
+        lines += ["        }", "    }"]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def plan(desired, current):
+    """Which files change and what that needs.
+
+    desired: {path: {"content": str, "mode": int, "reload": RESTART or LOAD}}; current: {path: {"content": str or
+    None (absent), "mode": int or None, "owner": (uid, gid) or None}}. Returns {"changed": [paths in order],
+    "restart": bool, "load": bool}. A change of owner or mode alone is a change (the file is rewritten).
+    """
+    changed = []
+    for path in sorted(desired):
+        want = desired[path]
+        have = current.get(path) or {}
+        if (have.get("content") != want["content"] or have.get("mode") != want["mode"]
+                or have.get("owner") not in (None, (0, 0))):
+            changed.append(path)
+    # A comment is not a setting: a file whose settings stayed the same (a new header) does not drop every SA.
+    restart = any(desired[path]["reload"] == RESTART
+                  and _settings_of(desired[path]["content"]) != _settings_of((current.get(path) or {}).get("content"))
+                  for path in changed)
+    # A restart loads the swanctl configuration too, but --load-all --clear is still needed for the CRL cache.
+    load = bool(changed)
+    return {"changed": changed, "restart": restart, "load": load}
+
+
+def _settings_of(content):
+    """The lines of a strongSwan settings file that charon reads (comments and blank lines left out)."""
+    if content is None:
+        return None
+    return [line.strip() for line in content.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def diffs(desired, current, changed):
+    """Ansible diff entries (before/after) for the changed files; every file here is public."""
+    return [{"before_header": path, "after_header": path,
+             "before": (current.get(path) or {}).get("content") or "", "after": desired[path]["content"]}
+            for path in changed]
+
+
+def read_current(path):
+    """{"content", "mode", "owner"} of a file; content None when it does not exist."""
+    try:
+        status = os.stat(path)
+        with open(path, "r", encoding="utf-8", errors="replace") as handle:
+            content = handle.read()
+    except FileNotFoundError:
+        return {"content": None, "mode": None, "owner": None}
+    return {"content": content, "mode": status.st_mode & 0o7777, "owner": (status.st_uid, status.st_gid)}
+
+
+def _write_atomically(path, data, mode, owner=(0, 0)):
+    directory = os.path.dirname(path)
+    descriptor, temporary = tempfile.mkstemp(prefix=".gpufabric-", dir=directory)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            if owner is not None:
+                os.fchown(handle.fileno(), owner[0], owner[1])
+            os.fsync(handle.fileno())
+        os.rename(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def apply(desired, current, changed, write=_write_atomically):
+    """Write the changed files, each by temp + rename; on any failure put back every file already written.
+
+    Returns None, or raises the first error after the restore (with the restored paths in its message).
+    """
+    written = []
+    try:
+        for path in changed:
+            directory = os.path.dirname(path)
+            if not os.path.isdir(directory):
+                os.makedirs(directory, 0o755)
+            write(path, desired[path]["content"].encode("utf-8"), desired[path]["mode"])
+            written.append(path)
+    except Exception as error:
+        restored = []
+        for path in reversed(written):
+            before = current.get(path) or {}
+            if before.get("content") is None:
+                os.unlink(path)
+            else:
+                _write_atomically(path, before["content"].encode("utf-8"), before["mode"], before["owner"])
+            restored.append(path)
+        raise OSError("writing %s failed (%s); restored %s" % (
+            path, error, ", ".join(restored) or "nothing (no file had been written)")) from error
+    return None
+
+
+def _selector_networks(selectors):
+    networks = []
+    for selector in selectors or []:
+        text = _SELECTOR_SUFFIX.sub("", str(selector).strip())
+        try:
+            networks.append(ipaddress.ip_network(text, strict=False))
+        except ValueError:
+            continue
+    return networks
+
+
+def gid_address(gid):
+    """The IP address a RoCE GID stands for: IPv4-mapped GIDs (::ffff:a.b.c.d) give the IPv4 address."""
+    try:
+        address = ipaddress.ip_address(gid)
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def roce_bypass(devices, selectors):
+    """The RDMA rails whose addresses the IPsec policies cover but which RoCE puts on the wire in clear.
+
+    devices: sysfs.rdma_devices(); selectors: this host's traffic selectors (the mesh's local_ts). RDMA NICs and
+    rxe build their UDP 4791 packets without the kernel's xfrm stack, so an ESP policy over an address does not
+    encrypt the RoCE traffic from it. One entry per device, netdev and address (the GID table lists an address once
+    per RoCE version), sorted.
+    """
+    networks = _selector_networks(selectors)
+    found = {}
+    for device in sorted(devices):
+        for port_number in sorted(devices[device].get("ports", {})):
+            port = devices[device]["ports"][port_number]
+            if (port.get("link_layer") or "Ethernet") != "Ethernet":
+                continue  # InfiniBand link layer: not IP, no xfrm policy applies
+            for gid in port.get("gids", []):
+                address = gid_address(gid.get("gid") or "")
+                netdev = gid.get("ndev")
+                if address is None or not netdev or address.is_link_local:
+                    continue
+                covered = [str(n) for n in networks if n.version == address.version and address in n]
+                if not covered:
+                    continue
+                key = (device, netdev, str(address))
+                entry = found.setdefault(key, {
+                    "device": device, "port": port_number, "netdev": netdev, "address": str(address),
+                    "selectors": covered, "gid_indexes": []})
+                entry["gid_indexes"].append(gid.get("index"))
+    return [found[key] for key in sorted(found)]
+
+
+def roce_warning(entry):
+    return "RoCE on %s (%s, %s) bypasses kernel IPsec: not encrypted" % (
+        entry["device"], entry["netdev"], entry["address"])

@@ -1,0 +1,146 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A host's IPsec key and certificate: whether the key fits, whether the certificate must be reissued, and its CSR.
+
+Used by gpufabric.core.ipsec_host_pki on the host, so that the private key never leaves it. Functions take
+cryptography objects or plain data; nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+
+try:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    HAS_CRYPTOGRAPHY = True
+except ImportError:  # reported by the module
+    HAS_CRYPTOGRAPHY = False
+
+CURVES = {"secp256r1": "SECP256R1", "secp384r1": "SECP384R1", "secp521r1": "SECP521R1"}
+DIGESTS = {"sha256": "SHA256", "sha384": "SHA384", "sha512": "SHA512"}
+ASN1_TIME = "%Y%m%d%H%M%SZ"
+
+
+def key_fits(key, key_type, curve, size):
+    """Whether an existing private key is of the asked type (and curve or size)."""
+    if key_type == "ECC":
+        return isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == curve
+    if key_type == "RSA":
+        return isinstance(key, rsa.RSAPrivateKey) and key.key_size == size
+    return isinstance(key, ed25519.Ed25519PrivateKey)
+
+
+def generate_key(key_type, curve, size):
+    if key_type == "ECC":
+        return ec.generate_private_key(getattr(ec, CURVES[curve])())
+    if key_type == "RSA":
+        return rsa.generate_private_key(public_exponent=65537, key_size=size)
+    return ed25519.Ed25519PrivateKey.generate()
+
+
+def key_pem(key):
+    """The key as the host stores it (unencrypted: it is readable by root only, mode 0600)."""
+    form = (serialization.PrivateFormat.PKCS8 if isinstance(key, ed25519.Ed25519PrivateKey)
+            else serialization.PrivateFormat.TraditionalOpenSSL)
+    return key.private_bytes(serialization.Encoding.PEM, form, serialization.NoEncryption())
+
+
+def _public_der(public_key):
+    return public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def _extension(certificate, kind):
+    try:
+        return certificate.extensions.get_extension_for_class(kind).value
+    except x509.ExtensionNotFound:
+        return None
+
+
+def _not_after(certificate):
+    value = getattr(certificate, "not_valid_after_utc", None)
+    return value if value is not None else certificate.not_valid_after.replace(tzinfo=datetime.timezone.utc)
+
+
+def subject_alt_names(certificate):
+    """The certificate's SANs as DNS:name, IP:address and email:address (the role's notation)."""
+    names = _extension(certificate, x509.SubjectAlternativeName)
+    found = []
+    for name in names or []:
+        if isinstance(name, x509.DNSName):
+            found.append("DNS:%s" % name.value)
+        elif isinstance(name, x509.IPAddress):
+            found.append("IP:%s" % name.value)
+        elif isinstance(name, x509.RFC822Name):
+            found.append("email:%s" % name.value)
+        else:
+            found.append(str(name))
+    return found
+
+
+def _general_name(text):
+    kind, unused_separator, value = text.partition(":")
+    if kind == "DNS":
+        return x509.DNSName(value)
+    if kind == "IP":
+        return x509.IPAddress(ipaddress.ip_address(value))
+    if kind == "email":
+        return x509.RFC822Name(value)
+    raise ValueError("subject alternative name %r is not DNS:, IP: or email:" % text)
+
+
+def certificate_facts(certificate, key, ca_certificate, now):
+    """What the reissue decision reads from an installed certificate: plain data, for certificate_reasons."""
+    ca_ski = _extension(ca_certificate, x509.SubjectKeyIdentifier) if ca_certificate is not None else None
+    aki = _extension(certificate, x509.AuthorityKeyIdentifier)
+    not_after = _not_after(certificate)
+    return {
+        "not_after": not_after.strftime(ASN1_TIME),
+        "seconds_left": int((not_after - now).total_seconds()),
+        "issued_by_ca": bool(ca_ski is not None and aki is not None and aki.key_identifier == ca_ski.digest),
+        "sans": subject_alt_names(certificate),
+        "matches_key": _public_der(certificate.public_key()) == _public_der(key.public_key()),
+    }
+
+
+def certificate_reasons(facts, key_changed, expected_sans, renew_days, force_renewal):
+    """Why this host needs a new certificate ([] when it does not), in the words the role has always used.
+
+    facts: certificate_facts() of the installed certificate, None when there is none (or it cannot be read).
+    """
+    reasons = []
+    if force_renewal:
+        reasons.append("renewal forced (ipsec_pki_force_renewal)")
+    if facts is None:
+        reasons.append("no certificate yet")
+    if key_changed:
+        reasons.append("the private key was regenerated")
+    if facts is None or key_changed:
+        return reasons
+    if facts["seconds_left"] < renew_days * 86400:
+        reasons.append("it expires within %d days (%s)" % (renew_days, facts["not_after"]))
+    if not facts["issued_by_ca"]:
+        reasons.append("it was not issued by this CA")
+    if sorted(facts["sans"]) != sorted(expected_sans):
+        reasons.append("its names/addresses differ from %s" % ",".join(expected_sans))
+    if not facts["matches_key"]:
+        reasons.append("it does not match the private key")
+    return reasons
+
+
+def build_csr(key, common_name, sans, digest):
+    """The host's certificate signing request (PEM): an IKE end entity, digitalSignature, server and client auth."""
+    builder = (x509.CertificateSigningRequestBuilder()
+               .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+               .add_extension(x509.SubjectAlternativeName([_general_name(s) for s in sans]), critical=False)
+               .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
+                                            data_encipherment=False, key_agreement=False, key_cert_sign=False,
+                                            crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+               .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
+                                                     ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False))
+    algorithm = None if isinstance(key, ed25519.Ed25519PrivateKey) else getattr(hashes, DIGESTS[digest])()
+    return builder.sign(key, algorithm).public_bytes(serialization.Encoding.PEM).decode("ascii")
