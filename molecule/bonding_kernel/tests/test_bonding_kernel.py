@@ -6,10 +6,14 @@
 /proc/net/bonding is parsed by the collection's own parse_bonding and judged by bond_verify, as the role does.
 The cable test pulls ens5's cable at both ends with the QEMU monitor (scripts/vmlab.sh link), checks that
 traffic keeps flowing over ens4 and that bond_verify names ens5, then restores it and waits for LACP again.
+The rollback test (last) reaches vm02 over the bond itself and cuts that connection with a bonding change
+(rollback.yml): vm02's own timer must put it back, with the files as before.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import time
@@ -23,6 +27,8 @@ from ansible_collections.gpufabric.core.plugins.filter.bond_verify import bond_v
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
 
 ROOT = Path(__file__).resolve().parents[3]
+SCENARIO = Path(__file__).resolve().parents[1]
+EPHEMERAL = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", ""))
 VMLAB = ROOT / "scripts" / "vmlab.sh"
 PEER = {"vm01": "vm02", "vm02": "vm01"}
 VLAN_ADDRESS = {"vm01": "10.100.0.1", "vm02": "10.100.0.2"}
@@ -106,3 +112,43 @@ def test_a_pulled_cable_keeps_traffic_flowing_and_is_named(host):
     finally:
         vmlab("link", "vm01", "ens5", "on")
     assert wait_for(lambda: bond_verify(read_bond(host), EXPECTED) == [], 60), bond_verify(read_bond(host), EXPECTED)
+
+
+def test_rollback_over_the_bond(host, capsys):
+    """vm02's SSH session runs over bond0.100; a change that cuts it is reverted by vm02's own timer."""
+    if name_of(host) != "vm01":
+        pytest.skip("one rollback, of vm02 reached through vm01")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(EPHEMERAL / "ansible.cfg"), ANSIBLE_FORCE_COLOR="false",
+               ANSIBLE_ROLES_PATH=str(ROOT / "roles"),
+               ANSIBLE_COLLECTIONS_PATH="%s:%s" % (ROOT / ".build" / "collections",
+                                                   ROOT / ".venv" / "lib" / "python3.11" / "site-packages"))
+    evidence = EPHEMERAL / "rollback-over-bond.json"
+    if evidence.exists():
+        evidence.unlink()
+    started = time.time()
+    run = subprocess.run([str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", str(EPHEMERAL / "inventory"),
+                          str(SCENARIO / "rollback.yml")], env=env, capture_output=True, text=True, timeout=900,
+                         check=False)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-6000:]
+    result = json.loads(evidence.read_text())
+    # The session was on the bond: sshd on vm02 saw vm01's VLAN address as the client, its own as the server.
+    assert result["connection"].split()[0::2] == ["10.100.0.1", "10.100.0.2"], result["connection"]
+    message = result["message"]
+    assert "was reverted" in message and "Wait for the host to answer on a new connection" in message, message
+    assert "rollback exit status 0" in message and "(all identical)" in message, message
+    assert result["after"] == result["before"] and result["before"], result
+    assert " 10.100.0.2/24 " in result["addresses"] and "10.100.0.202" not in result["addresses"], result
+    # The timer, not the controller, restored it: the controller's revert-now could not reach the node.
+    assert "the change was not confirmed in time" in result["rollback_log"], result["rollback_log"]
+    assert "requested by the controller" not in result["rollback_log"], result["rollback_log"]
+    restore = result["rollback_done_at"] - result["armed_at"]
+    back = result["ssh_back_at"] - result["armed_at"]
+    assert result["rollback_timeout"] <= restore < result["rollback_timeout"] + 60, result
+    with capsys.disabled():
+        print("\nrollback over the bond: armed -> vm02's rollback done %.1f s (timer %d s), armed -> SSH over the "
+              "bond back %.1f s, whole play %.1f s" % (restore, result["rollback_timeout"], back,
+                                                       time.time() - started))
+    # The bond is whole again on both sides.
+    assert wait_for(lambda: bond_verify(read_bond(host), EXPECTED) == [], 60), bond_verify(read_bond(host), EXPECTED)
+    ping = host.run("ping -c 3 -W 5 %s" % VLAN_ADDRESS["vm02"])
+    assert ping.rc == 0, ping.stdout + ping.stderr

@@ -23,6 +23,11 @@ from ansible_collections.gpufabric.core.plugins.module_utils.perftest import par
 from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import parse_list_sas
 
 FOLDER = "lab_qemu"
+# Captured after the ipsec role's converge, verify and ib_send_bw run in molecule/ipsec_kernel.
+ROLE_XFRM_STATE = "lab-qemu-ip-xfrm-state-counters-role.txt"
+ROLE_XFRM_POLICY = "lab-qemu-ip-xfrm-policy-role.txt"
+ROLE_LIST_SAS = "lab-qemu-swanctl-list-sas-role-kernel-esp.txt"
+ROLE_ROCE_TCPDUMP = "lab-qemu-tcpdump-roce-v2-under-esp-policy.txt"
 LACP = {"vm01": "lab-qemu-bonding-bond0-lacp-vm01.txt", "vm02": "lab-qemu-bonding-bond0-lacp-vm02.txt"}
 PULLED = "lab-qemu-bonding-bond0-cable-pulled-vm01.txt"
 # Each VM's bond system MAC (systemd's MAC policy gives a new bond its own address, not its first member's).
@@ -46,7 +51,8 @@ def test_every_capture_is_tested():
                                    "lab-qemu-ibstat-rxe0.txt", "lab-qemu-rdma-link-rxe0.txt",
                                    "lab-qemu-sysfs-gids-rxe0.txt", "lab-qemu-ib_write_bw-rxe0-client.txt",
                                    "lab-qemu-ib_write_bw-rxe0-server.txt", "lab-qemu-swanctl-list-sas-kernel-esp.txt",
-                                   "lab-qemu-ip-xfrm-state-kernel-esp.txt", "lab-qemu-ip-xfrm-policy-kernel-esp.txt"}
+                                   "lab-qemu-ip-xfrm-state-kernel-esp.txt", "lab-qemu-ip-xfrm-policy-kernel-esp.txt",
+                                   ROLE_XFRM_STATE, ROLE_XFRM_POLICY, ROLE_LIST_SAS, ROLE_ROCE_TCPDUMP}
     assert sorted(tested) == fixture_names(FOLDER)
 
 
@@ -188,3 +194,56 @@ def test_ip_xfrm_policy_protects_only_the_vlan_addresses():
     assert "src 10.100.0.1/32 dst 10.100.0.2/32 \n\tdir out" in text
     assert "src 10.100.0.2/32 dst 10.100.0.1/32 \n\tdir in" in text
     assert text.count("proto esp") == 2 and text.count("mode transport") == 2
+
+
+def _xfrm_counters(text):
+    """(src, dst) -> (spi, aead, key bits, icv bits, bytes, packets) of `ip -s xfrm state` (no parser reads it)."""
+    states = {}
+    for src, dst, body in re.findall(r"^src (\S+) dst (\S+)\n((?:[ \t].*\n?)*)", text, re.M):
+        spi = re.search(r"proto esp spi 0x([0-9a-f]+)", body).group(1)
+        aead = re.search(r"aead (\S+) 0x<key> \((\d+) bits\) (\d+)", body)
+        current = re.search(r"lifetime current:\n\s+(\d+)\(bytes\), (\d+)\(packets\)", body)
+        states[(src, dst)] = (spi, aead.group(1), int(aead.group(2)), int(aead.group(3)),
+                              int(current.group(1)), int(current.group(2)))
+    return states
+
+
+def test_role_kernel_sas_count_the_traffic_strongswan_reports():
+    states = _xfrm_counters(_read(ROLE_XFRM_STATE))
+    [ike] = parse_list_sas(_read(ROLE_LIST_SAS))
+    assert (ike["name"], ike["state"], ike["local"]["id"], ike["remote"]["id"]) == ("gf-vm02", "ESTABLISHED", "vm01", "vm02")
+    assert ike["algorithms"] == ["AES_GCM_16-256", "PRF_HMAC_SHA2_384", "ECP_384"]
+    [child] = ike["children"]
+    assert (child["state"], child["mode"], child["protocol"], child["udp_encap"], child["algorithms"]) == (
+        "INSTALLED", "TUNNEL", "ESP", False, ["AES_GCM_16-256"])
+    # Kernel ESP: AES-256-GCM (288-bit key with its salt, 128-bit ICV), the same SPIs and counters as strongSwan's.
+    assert states == {
+        ("10.200.0.1", "10.200.0.2"): (child["spi_out"], "rfc4106(gcm(aes))", 288, 128, child["bytes_out"],
+                                       child["packets_out"]),
+        ("10.200.0.2", "10.200.0.1"): (child["spi_in"], "rfc4106(gcm(aes))", 288, 128, child["bytes_in"],
+                                       child["packets_in"]),
+    }
+    assert (child["bytes_out"], child["packets_out"], child["bytes_in"], child["packets_in"]) == (218518, 259, 14050, 250)
+
+
+def test_role_xfrm_policy_covers_the_pair_in_tunnel_mode():
+    text = _read(ROLE_XFRM_POLICY)
+    for direction, src, dst in (("out", "10.200.0.1", "10.200.0.2"), ("in", "10.200.0.2", "10.200.0.1"),
+                                ("fwd", "10.200.0.2", "10.200.0.1")):
+        assert re.search(r"src %s/32 dst %s/32 \n\tdir %s .*\n\ttmpl src %s dst %s\n\t\tproto esp .*mode tunnel"
+                         % (src, dst, direction, src, dst), text), direction
+
+
+def test_roce_v2_on_the_protected_link_partly_in_clear():
+    """Soft-RoCE under the pair's ESP policy: SENDs through the SA, the responder's acknowledgements in clear."""
+    lines = _read(ROLE_ROCE_TCPDUMP).splitlines()
+    clear = [line for line in lines if re.fullmatch(r"[0-9:.]+ IP 10\.200\.0\.2\.\d+ > 10\.200\.0\.1\.4791: UDP, length 20", line)]
+    esp = [re.fullmatch(r"[0-9:.]+ IP (\S+) > (\S+): ESP\(spi=0x([0-9a-f]+),seq=0x[0-9a-f]+\), length (\d+)", line)
+           for line in lines if "ESP(" in line]
+    assert len(clear) + len(esp) == len(lines) and all(esp)
+    # 50 RoCE v2 packets of 20 bytes (BTH, AETH, ICRC: an acknowledgement) from the server, unencrypted.
+    assert len(clear) == 50
+    # The 50 SENDs of 1 KiB, encrypted on the SA the policy names (its SPI in the xfrm state capture).
+    big = [m for m in esp if int(m.group(4)) > 1024]
+    assert len(big) == 50 and {(m.group(1), m.group(2), m.group(3)) for m in big} == {
+        ("10.200.0.1", "10.200.0.2", "ca5d0617")}
