@@ -7,7 +7,13 @@ node's own link stays up, so only BFD or the BGP hold timer can tell), and the p
 
 import json
 import subprocess
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
+
+from molecule_helpers import podman_exec  # noqa: E402
 
 ANYCAST = "10.240.100.1"
 LEAVES = ["routing-leaf1", "routing-leaf2"]
@@ -15,15 +21,6 @@ LEAVES = ["routing-leaf1", "routing-leaf2"]
 LEAF_PORT = {"routing-node1": "eth0", "routing-node2": "eth1"}
 NODE_LOOPBACK = {"routing-node1": "10.240.250.11", "routing-node2": "10.240.250.12"}
 PROBE = "/usr/local/bin/routing-lab-udp-probe"
-
-
-def podman_exec(container, command, check=True, timeout=120):
-    result = subprocess.run(["podman", "exec", container, "bash", "-c", command], capture_output=True, text=True,
-                            timeout=timeout, check=False)
-    if check and result.returncode != 0:
-        raise AssertionError("%s on %s failed (%d): %s%s" % (
-            command, container, result.returncode, result.stdout, result.stderr))
-    return result.stdout
 
 
 def vtysh_json(container, command):

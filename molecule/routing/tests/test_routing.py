@@ -6,8 +6,6 @@ ansible-playbook against Molecule's inventory and restore the scenario's setting
 """
 
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,7 +21,11 @@ from ansible_collections.gpufabric.core.plugins.module_utils.frr_status import (
     parse_bfd_peers,
     parse_bgp_summary,
 )
-from failover import ANYCAST, measure, podman_exec, vtysh_json, wait_for  # noqa: E402
+from failover import ANYCAST, measure, vtysh_json, wait_for  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tests"))
+import molecule_helpers  # noqa: E402
+from molecule_helpers import podman_exec, task_results  # noqa: E402
 
 NODES = ["routing-node1", "routing-node2"]
 FRR_CONF = "/etc/frr/frr.conf"
@@ -31,26 +33,7 @@ FRR_CONF = "/etc/frr/frr.conf"
 
 def run_playbook(playbook, *args):
     """Run a playbook of this scenario on its inventory; return (rc, parsed JSON callback output, text)."""
-    env = dict(os.environ)
-    env["ANSIBLE_STDOUT_CALLBACK"] = "ansible.posix.json"
-    env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
-    env["ANSIBLE_NOCOLOR"] = "1"
-    command = ["ansible-playbook", "-i", env["MOLECULE_INVENTORY_FILE"], str(SCENARIO / playbook), *args]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
-    try:
-        report = json.JSONDecoder().raw_decode(result.stdout[result.stdout.index("{"):])[0]
-    except ValueError:
-        pytest.fail("no JSON report from %s:\n%s\n%s" % (" ".join(command), result.stdout[-3000:], result.stderr[-3000:]))
-    return result.returncode, report, result.stdout + result.stderr
-
-
-def task_results(report, host):
-    return [
-        (task["task"]["name"].split(" : ", 1)[-1], task["hosts"][host])
-        for play in report["plays"]
-        for task in play["tasks"]
-        if host in task["hosts"]
-    ]
+    return molecule_helpers.run_playbook(SCENARIO, playbook, *args)
 
 
 def sessions(node):
