@@ -8,7 +8,9 @@ SCENARIO_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(SCENARIO_DIR.parents[1] / "tests"))
 
 import molecule_helpers  # noqa: E402
-from molecule_helpers import task_results  # noqa: E402,F401  (imported by the tests from conftest)
+
+# The tests import both from conftest.
+task_results = molecule_helpers.task_results
 
 
 def run_playbook(playbook, *args):
