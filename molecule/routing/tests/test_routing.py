@@ -87,6 +87,26 @@ def test_nodes_advertise_only_their_own_addresses():
     assert "fd00:240::11/128" in learnt6, sorted(learnt6)
 
 
+def test_fabric_map_shows_both_leaves_for_a_routed_node(tmp_path):
+    # The discover playbook as users run it: topology_facts on the nodes, the fabric map on the controller.
+    rc, report, text = run_playbook("../../playbooks/discover.yml", "-e", json.dumps({
+        "discover_hosts": "routing_nodes", "discover_report_dir": str(tmp_path), "discover_fail_on": "never"}))
+    assert rc == 0, text[-3000:]
+    fabric = json.loads((tmp_path / "fabric_map.json").read_text())
+    node1 = fabric["hosts"]["routing-node1"]["routed_uplinks"]
+    assert [(u["leaf"], u["peer"], u["interface"], u["remote_as"], u["state"]) for u in node1] == [
+        ("routing-leaf1", "10.240.11.2", None, 65101, "Established"),
+        ("routing-leaf2", "eth1", "eth1", 65102, "Established")], node1
+    assert sorted(fabric["leaves"]) == ["routing-leaf1", "routing-leaf2"]
+    for leaf, asn in (("routing-leaf1", 65101), ("routing-leaf2", 65102)):
+        entry = fabric["leaves"][leaf]
+        assert (entry["remote_as"], entry["hosts"], entry["established"]) == ([asn], 2, 2), entry
+    assert fabric["summary"]["routed_uplinks_down"] == 0
+    page = (tmp_path / "fabric_map.html").read_text()
+    routed = page.split("<h2>Routed uplinks (BGP)</h2>", 1)[1]
+    assert routed.count('<td class="ok">Established</td>') == 4, routed[:2000]
+
+
 def test_frr_itself_sees_no_difference_to_apply():
     out = podman_exec("routing-node1", "/usr/lib/frr/frr-reload.py --test %s 2>/dev/null" % FRR_CONF)
     assert out.strip() == "", out
