@@ -130,7 +130,8 @@ def test_bgp_summary_that_is_not_json_is_a_finding_not_a_failure():
 
 
 def test_bgpd_without_sessions_is_available_with_no_uplinks():
-    # What vtysh prints when bgpd runs with no `router bgp` (checked on the lab's FRR 8.4): an empty object.
+    # An object without address families (no `router bgp`, or no neighbour configured yet): hand-written, not a
+    # capture; the parser's contract for it is "no session".
     topology = build_topology({"bgp_summary": "{}\n"})
     assert topology["routing"] == {"available": True, "reason": None, "uplinks": []}
 
