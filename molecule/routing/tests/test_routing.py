@@ -177,9 +177,10 @@ def test_bad_input_fails_before_any_change(extra_vars, expected):
 
 def test_failover_to_the_other_leaf_and_bfd_reports_the_peer_down():
     result = measure("routing-node1", cut_after=2.0, duration=5.0)
-    # Traffic resumed over the other leaf (figures are the benchmark's: `make bench`).
-    assert result["leaf_before_gap"] == result["cut_leaf"], result
-    assert result["leaf_after_gap"] == result["other_leaf"] == result["last_leaf"], result
+    # Traffic resumed over the other leaf (figures are the benchmark's: `make bench`). First and last replies, not
+    # the longest gap: on the loaded lab machine the longest gap can fall after the failover, on the other leaf.
+    assert result["first_leaf"] == result["cut_leaf"], result
+    assert result["last_leaf"] == result["other_leaf"], result
     assert result["replies_by_leaf"].get(result["other_leaf"], 0) > 0, result
     cut_port = {"routing-leaf1": "eth0", "routing-leaf2": "eth1"}[result["cut_leaf"]]
     down = [peer for peer in parse_bfd_peers(json.dumps(result["bfd_peers_after"])) if peer["interface"] == cut_port]
