@@ -38,7 +38,7 @@ def molecule(*args):
 def row(label, result):
     print("%-40s %8d %8d %8d %10.1f %10d  %s -> %s" % (
         label, result["sent"], result["missing"], result["gap_lost_packets"], result["longest_gap_ms"],
-        result["replies_by_leaf"].get(result["other_leaf"], 0), result["leaf_before_gap"], result["leaf_after_gap"]))
+        result["replies_by_leaf"].get(result["other_leaf"], 0), result["first_leaf"], result["last_leaf"]))
 
 
 def main():
