@@ -94,9 +94,16 @@ _value:
       C(rail_ports_down));
       C(hosts) (per host: C(peer_group), C(rail_source) inventory, gpu or none, C(rdma_devices), C(rails) with
       C(switch), C(switch_port), C(expected_switch), C(aligned), C(state), C(rate_gbps), C(mtu), C(status),
-      C(miscabled)); C(rails) (per rail and group: expected switch, rate and MTU, switch counts); C(switches)
-      (ports with the host and rail reaching them); C(findings) (C(severity), C(scope), C(kind), C(host),
-      C(group), C(rail), C(message)), errors first."
+      C(miscabled), C(routed_uplinks)); C(rails) (per rail and group: expected switch, rate and MTU, switch
+      counts); C(switches) (ports with the host and rail reaching them); C(findings) (C(severity), C(scope),
+      C(kind), C(host), C(group), C(rail), C(message)), errors first; C(leaves) (the routed view)."
+    - "Routed uplinks, beside the LLDP view: each host's C(routed_uplinks) are its BGP sessions to its leaves
+      from the C(routing) section of its facts (C(peer), C(interface) for unnumbered sessions, C(unnumbered),
+      C(leaf), C(remote_as), C(state), C(established)); C(leaves) maps each leaf to its C(remote_as) numbers, the
+      number of C(hosts) peering with it, how many sessions are C(established), and the C(sessions) (C(host),
+      C(peer), C(interface), C(state), C(established)); the summary counts C(routed_hosts), C(routed_uplinks),
+      C(routed_uplinks_down) and C(leaves). A session that is not Established is the host's own
+      C(bgp_session_down) finding."
     - Findings of scope C(host) are those topology_facts reported on the host itself, with their own C(kind);
       those of scope C(fleet) come from comparing hosts.
   type: dict
@@ -111,6 +118,16 @@ _value:
       miscabled_hosts: [node3]
       hosts_by_status: {ok: 2, error: 1}
       rail_ports_down: []
+      routed_hosts: 1
+      routed_uplinks: 2
+      routed_uplinks_down: 0
+      leaves: 2
+    leaves:
+      leaf-a1:
+        remote_as: [65101]
+        hosts: 1
+        established: 1
+        sessions: [{host: node1, peer: 10.1.0.0, interface: null, state: Established, established: true}]
     findings:
       - severity: error
         scope: fleet

@@ -17,14 +17,14 @@ description:
   - "Loopback addresses host routes (/32, /128); prefixes in CIDR notation with no host bits; verified prefixes
     among the accepted ones; ECMP paths at least the number of uplinks."
   - "BFD intervals 10-60000 ms and multiplier 2-255 (FRR's limits); BGP hold 0 or 3-65535 s with the keepalive at
-    most a third of it."
+    most a third of it; the connect-retry timer 1-65535 s."
   - Addresses are checked with netaddr.
 options:
   _input:
     description: The settings, the role's variables without their C(routing_) prefix (C(asn), C(uplinks),
       C(loopback_addresses), C(router_id), C(accept_prefixes), C(advertise_prefixes), C(verify_prefixes),
       C(maximum_paths), C(bfd_enabled), C(bfd_profile), C(bfd_transmit_interval), C(bfd_receive_interval),
-      C(bfd_detect_multiplier), C(bgp_keepalive), C(bgp_hold)).
+      C(bfd_detect_multiplier), C(bgp_keepalive), C(bgp_hold), C(bgp_connect_retry)).
     type: dict
     required: true
   prefix:

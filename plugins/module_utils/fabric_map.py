@@ -16,6 +16,9 @@ How a host's rails are identified, in order:
 2. Otherwise the ``rails`` of the facts: rail i is GPU i and its nearest RDMA NIC (topology_facts).
 3. Otherwise the host has no rails, which is reported as an info finding.
 
+Routed uplinks (BGP sessions to the leaves, from the facts' ``routing`` section) are carried per host and
+gathered per leaf in ``leaves``, beside the LLDP view; they are not rails.
+
 Every check runs in one pass over the hosts plus one pass over the groups, so building the map grows
 linearly with the number of hosts (see benchmarks/bench_fabric_map.py).
 """
@@ -285,20 +288,77 @@ def build_fabric_map(topologies, peer_groups=None, rail_interfaces=None):
     findings.sort(key=lambda item: (-SEVERITIES.index(item["severity"]), natural_key(item["host"] or ""),
                                     item["rail"] if item["rail"] is not None else -1, item["kind"]))
     _host_status(hosts, findings)
+    leaves = _leaves(hosts)
+    summary = dict(_summary(hosts, rails_out, switches, findings), rail_ports_down=tally.ports_down)
+    summary.update(_routing_summary(hosts, leaves))
     return {
         "schema_version": SCHEMA_VERSION,
-        "summary": dict(_summary(hosts, rails_out, switches, findings), rail_ports_down=tally.ports_down),
+        "summary": summary,
         "hosts": hosts,
         "rails": rails_out,
         "switches": switches,
         "findings": findings,
+        "leaves": leaves,
+    }
+
+
+def _routed_uplinks(topology):
+    """A host's routed uplinks (BGP sessions to its leaves) from the facts' routing section, for the map."""
+    uplinks = []
+    for uplink in ((topology or {}).get("routing") or {}).get("uplinks") or []:
+        if not isinstance(uplink, dict) or not uplink.get("peer"):
+            continue
+        remote_as = uplink.get("remote_as")
+        uplinks.append({
+            "peer": uplink["peer"],
+            "interface": uplink.get("interface"),
+            "unnumbered": bool(uplink.get("unnumbered")),
+            # A leaf that sends no hostname and has no description is named by its AS and address.
+            "leaf": uplink.get("leaf") or uplink.get("description") or "AS%s %s" % (remote_as, uplink["peer"]),
+            "remote_as": remote_as,
+            "state": uplink.get("state"),
+            "established": bool(uplink.get("established")),
+        })
+    return sorted(uplinks, key=lambda item: (natural_key(item["leaf"]), natural_key(item["peer"])))
+
+
+def _leaves(hosts):
+    """{leaf: its AS numbers, and the sessions hosts have to it} from every host's routed uplinks."""
+    leaves = {}
+    for host, entry in hosts.items():
+        for uplink in entry["routed_uplinks"]:
+            leaf = leaves.setdefault(uplink["leaf"], {"remote_as": set(), "sessions": []})
+            if uplink["remote_as"] is not None:
+                leaf["remote_as"].add(uplink["remote_as"])
+            leaf["sessions"].append({"host": host, "peer": uplink["peer"], "interface": uplink["interface"],
+                                     "state": uplink["state"], "established": uplink["established"]})
+    out = {}
+    for name in sorted(leaves, key=natural_key):
+        sessions = leaves[name]["sessions"]
+        out[name] = {
+            "remote_as": sorted(leaves[name]["remote_as"]),
+            "hosts": len({session["host"] for session in sessions}),
+            "established": sum(1 for session in sessions if session["established"]),
+            "sessions": sessions,
+        }
+    return out
+
+
+def _routing_summary(hosts, leaves):
+    uplinks = [uplink for entry in hosts.values() for uplink in entry["routed_uplinks"]]
+    return {
+        "routed_hosts": sum(1 for entry in hosts.values() if entry["routed_uplinks"]),
+        "routed_uplinks": len(uplinks),
+        "routed_uplinks_down": sum(1 for uplink in uplinks if not uplink["established"]),
+        "leaves": len(leaves),
     }
 
 
 def _add_host(host, topology, group, rail_interfaces, tally):
     """One host's entry in the map; what the checks across hosts need goes into tally."""
     entry = {"peer_group": group, "facts": topology is not None, "source": None, "rail_source": "none",
-             "rdma_devices": [], "rails": [], "status": "ok", "miscabled": False}
+             "rdma_devices": [], "rails": [], "status": "ok", "miscabled": False,
+             "routed_uplinks": _routed_uplinks(topology)}
     findings = tally.findings
     if topology is None:
         findings.append(_finding("error", "no_facts", "%s has no topology facts: the host was unreachable "

@@ -221,6 +221,22 @@ def _switch_table(switches):
     return "<table><tr><th>switch</th><th>rails</th><th>hosts</th><th>ports</th></tr>%s</table>" % rows
 
 
+def _routed_table(fabric_map):
+    """Each host's BGP sessions to its leaves, beside the LLDP view (a routed uplink is an L3 hop, not a rail)."""
+    rows = []
+    for host, entry in fabric_map["hosts"].items():
+        for uplink in entry.get("routed_uplinks") or []:
+            rows.append('<tr><td class="%s">%s</td><td>%s</td><td class="mono">%s</td><td>%s</td><td>%s</td>'
+                        '<td class="%s">%s</td></tr>' % (
+                            _e(entry["status"]), _e(host), _e(uplink["leaf"]), _e(uplink["peer"]),
+                            _e(uplink["interface"] or ""), _e(uplink["remote_as"]),
+                            "ok" if uplink["established"] else "error", _e(uplink["state"])))
+    if not rows:
+        return "<p>No routed uplink (no host runs FRRouting with BGP sessions).</p>"
+    return ("\n<table><tr><th>host</th><th>leaf</th><th>peer</th><th>unnumbered on</th><th>leaf AS</th>"
+            "<th>BGP state</th></tr>\n%s</table>\n" % "\n".join(rows))
+
+
 def render_html(fabric_map, title="gpufabric fabric map", max_hosts_drawn=64):
     """Return the whole page as a string; every value from the facts is HTML-escaped."""
     summary = fabric_map["summary"]
@@ -238,5 +254,7 @@ def render_html(fabric_map, title="gpufabric fabric map", max_hosts_drawn=64):
         "device / netdev. Red: miscabled against the rail's peer group; grey: port down.</small></p>",
         _rail_table(fabric_map),
         "<h2>Switches</h2>", _switch_table(fabric_map["switches"]),
+        "<h2>Routed uplinks (BGP)</h2><p><small>Each host's BGP sessions to its leaves, as FRRouting reports "
+        "them.</small></p>", _routed_table(fabric_map),
         "</body></html>\n",
     ))

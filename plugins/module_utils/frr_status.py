@@ -49,7 +49,8 @@ def parse_bgp_summary(text):
     for family, summary in sorted(data.items()):
         if not isinstance(summary, dict):
             continue
-        for peer, info in sorted((summary.get("peers") or {}).items()):
+        peers = summary.get("peers")
+        for peer, info in sorted(peers.items() if isinstance(peers, dict) else []):
             if not isinstance(info, dict):
                 continue
             session = sessions.setdefault(peer, {

@@ -24,6 +24,7 @@ BFD_INTERVAL_RANGE = (10, 60000)
 BFD_MULTIPLIER_RANGE = (2, 255)
 BGP_KEEPALIVE_RANGE = (0, 65535)
 BGP_HOLD_RANGE = (3, 65535)
+BGP_CONNECT_RETRY_RANGE = (1, 65535)
 MAXIMUM_PATHS_RANGE = (1, 64)
 ASN_RANGE = (1, 4294967295)
 AS_TRANS = 23456  # RFC 6793: a placeholder, never a real AS
@@ -171,7 +172,8 @@ def routing_problems(settings, prefix="routing_"):
 
     settings: the role's variables without their prefix (asn, router_id, uplinks, loopback_addresses,
     accept_prefixes, advertise_prefixes, verify_prefixes, maximum_paths, bfd_enabled, bfd_profile,
-    bfd_transmit_interval, bfd_receive_interval, bfd_detect_multiplier, bgp_keepalive, bgp_hold).
+    bfd_transmit_interval, bfd_receive_interval, bfd_detect_multiplier, bgp_keepalive, bgp_hold,
+    bgp_connect_retry).
     """
     if netaddr is None:
         return ["%s*: the Python library netaddr is needed on the controller to check addresses "
@@ -256,4 +258,7 @@ def routing_problems(settings, prefix="routing_"):
         if keepalive * 3 > hold:
             problems.append("%s: %d s is more than a third of %s (%d s); three keepalives must fit in the hold "
                             "time" % (name("bgp_keepalive"), keepalive, name("bgp_hold"), hold))
+    if "bgp_connect_retry" in settings:
+        _check_range(problems, name("bgp_connect_retry"), settings["bgp_connect_retry"], BGP_CONNECT_RETRY_RANGE,
+                     " s")
     return problems

@@ -16,6 +16,7 @@ import tempfile
 
 from ansible_collections.gpufabric.core.plugins.module_utils import sysfs as sysfs_utils
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
+from ansible_collections.gpufabric.core.plugins.module_utils.frr_status import FrrStatusError, parse_bgp_summary
 from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import parse_ibstat
 from ansible_collections.gpufabric.core.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo, roce_v2_gid_index
 from ansible_collections.gpufabric.core.plugins.module_utils.lldp import neighbors_by_interface, parse_lldp_neighbors
@@ -34,6 +35,7 @@ SNAPSHOT_FILES = {
     "ibstat": "ibstat.txt",
     "ibv_devinfo": "ibv_devinfo.txt",
     "lldpctl": "lldpctl.json",
+    "bgp_summary": "vtysh-show-bgp-summary.json",
 }
 SNAPSHOT_BONDING_DIR = "proc/net/bonding"
 SNAPSHOT_SYSFS_DIR = "sys"
@@ -46,12 +48,14 @@ COMMANDS = {
     "ibstat": ["ibstat"],
     "ibv_devinfo": ["ibv_devinfo", "-v"],
     "lldpctl": ["lldpctl", "-f", "json"],
+    "bgp_summary": ["vtysh", "-c", "show bgp summary json"],
 }
 PACKAGE_HINTS = {
     "nvidia-smi": "the NVIDIA driver is not installed",
     "ibstat": "install infiniband-diags",
     "ibv_devinfo": "install ibverbs-utils (rdma-core)",
     "lldpctl": "install and start lldpd",
+    "vtysh": "FRRouting is not installed: no routed uplinks",
 }
 
 # PCI/IEEE vendor ids ibv_devinfo prints for NVIDIA (Mellanox) HCAs.
@@ -246,6 +250,41 @@ def _lldp(sources, findings, reasons):
     return {"available": True, "reason": None, "neighbors": parsed["neighbors"]}
 
 
+def _routing(sources, findings, reasons):
+    """Routed uplinks from FRR's `show bgp summary json` (the frr_status parser): one entry per BGP session."""
+    text = sources.get("bgp_summary")
+    if not text:
+        return {"available": False, "reason": reasons.get("bgp_summary") or "no vtysh output was available",
+                "uplinks": []}
+    try:
+        sessions = parse_bgp_summary(text)
+    except FrrStatusError as exc:
+        reasons["bgp_summary"] = str(exc)
+        _finding(findings, "error", "parse_error", str(exc))
+        return {"available": False, "reason": str(exc), "uplinks": []}
+    uplinks = []
+    for session in sessions:
+        uplinks.append({
+            "peer": session["peer"],
+            "interface": session["interface"],
+            "unnumbered": session["interface"] is not None,
+            # The leaf's name: its hostname (BGP hostname capability), else the session's description.
+            "leaf": session["hostname"] or session["description"],
+            "description": session["description"],
+            "remote_as": session["remote_as"],
+            "local_as": session["local_as"],
+            "state": session["state"],
+            "established": session["established"],
+            "uptime_ms": session["uptime_ms"],
+            "prefixes_received": session["prefixes_received_total"],
+        })
+        if not session["established"]:
+            _finding(findings, "warning", "bgp_session_down", "BGP session to %s (AS %s%s) is %s, not Established" % (
+                session["peer"], session["remote_as"],
+                ", leaf %s" % uplinks[-1]["leaf"] if uplinks[-1]["leaf"] else "", session["state"]))
+    return {"available": True, "reason": None, "uplinks": uplinks}
+
+
 def _rails(gpus, rdma, lldp, interfaces, findings):
     """Rail i: GPU i and its nearest RDMA NIC, each NIC given to one GPU when the topology allows."""
     devices = {device["name"]: device for device in rdma["devices"]}
@@ -353,6 +392,7 @@ def build_topology(sources, source="live"):
     rdma = _rdma(sources, sysfs, interfaces, findings, reasons)
     bonds = _bonds(sources, interfaces, findings, reasons)
     lldp = _lldp(sources, findings, reasons)
+    routing = _routing(sources, findings, reasons)
     rails = _rails(gpus, rdma, lldp, interfaces, findings)
     _host_findings(gpus, rdma, rails, interfaces, findings)
     return {
@@ -365,6 +405,7 @@ def build_topology(sources, source="live"):
         "lldp": lldp,
         "rails": rails,
         "findings": findings,
+        "routing": routing,
     }
 
 
@@ -428,7 +469,7 @@ def collect_live(run, which, sys_root="/sys", proc_root="/proc", timeout=30):
             pass  # build_topology reports the parse error
     if not os.path.isdir(os.path.join(sys_root, "class/infiniband")):
         reasons["rdma"] = "no RDMA device: %s/class/infiniband does not exist (no RDMA driver loaded)" % sys_root
-    for key in ("ibstat", "ibv_devinfo", "lldpctl"):
+    for key in ("ibstat", "ibv_devinfo", "lldpctl", "bgp_summary"):
         text = command(key)
         if text is not None:
             sources[key] = text

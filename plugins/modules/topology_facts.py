@@ -15,10 +15,11 @@ description:
     peers and nearest NICs; RDMA devices with ports, state, link layer (InfiniBand or Ethernet for RoCE),
     rate, netdev, RoCE v2 GID index, NUMA node and PCI address; network interfaces with speed, MTU, driver
     and bond membership; bonds parsed from C(/proc/net/bonding); LLDP neighbours; rails (GPU i and its
-    nearest RDMA NIC, with the switch port LLDP sees behind it); and C(findings), sentences with a
-    severity for what looks wrong on the host.
+    nearest RDMA NIC, with the switch port LLDP sees behind it); routed uplinks (the BGP sessions to the
+    leaves where FRRouting runs); and C(findings), sentences with a severity for what looks wrong on the host.
   - Sources are C(nvidia-smi topo -m), C(nvidia-smi --query-gpu), C(ibstat), C(ibv_devinfo -v),
-    C(lldpctl -f json), C(/proc/net/bonding/*) and sysfs (C(/sys/class/infiniband), C(/sys/class/net),
+    C(lldpctl -f json), C(vtysh -c 'show bgp summary json') (FRRouting's BGP sessions, the routed uplinks),
+    C(/proc/net/bonding/*) and sysfs (C(/sys/class/infiniband), C(/sys/class/net),
     PCI NUMA nodes). Each is optional. A host without GPUs, RDMA devices or lldpd gets facts that say so,
     with the reason (command not found, no device, daemon not running), never a failure; output that
     cannot be parsed is reported as a finding of severity C(error).
@@ -29,7 +30,7 @@ options:
     description:
       - Directory on the managed host into which the raw sources are written, created if needed.
       - "Layout: C(nvidia-smi-topo-m.txt), C(nvidia-smi-query-gpu.csv), C(ibstat.txt), C(ibv_devinfo.txt),
-        C(lldpctl.json), C(proc/net/bonding/<bond>), C(sys/<path>) for every sysfs file read, and
+        C(lldpctl.json), C(vtysh-show-bgp-summary.json), C(proc/net/bonding/<bond>), C(sys/<path>) for every sysfs file read, and
         C(reasons.json) explaining the sources that were not available."
       - Files are replaced atomically and only when their content differs; layout files left by an earlier
         capture that this run did not read are removed, so the directory never mixes two states of the host
@@ -180,6 +181,27 @@ ansible_facts:
           elements: dict
           sample:
             - {severity: error, kind: port_down, message: "mlx5_7 port 1 is DOWN (physical state Disabled)"}
+        routing:
+          description:
+            - Routed uplinks, C(available), C(reason) when not (no C(vtysh) where FRRouting is not installed), and
+              C(uplinks), one per BGP session of C(show bgp summary json) as the M(gpufabric.core.frr_status)
+              parser reads it (address families merged).
+            - Each uplink has C(peer) (the leaf's address, or the interface of an unnumbered session),
+              C(interface) (unnumbered sessions only), C(unnumbered), C(leaf) (the leaf's BGP hostname, else
+              the session's description), C(description), C(remote_as), C(local_as), C(state), C(established),
+              C(uptime_ms) and C(prefixes_received) (all address families).
+            - A session that is not Established adds a C(bgp_session_down) warning to C(findings).
+          type: dict
+          sample:
+            available: true
+            reason: null
+            uplinks:
+              - {peer: 10.240.11.2, interface: null, unnumbered: false, leaf: routing-leaf1,
+                 description: routing-leaf1, remote_as: 65101, local_as: 65011, state: Established,
+                 established: true, uptime_ms: 65000, prefixes_received: 1}
+              - {peer: eth1, interface: eth1, unnumbered: true, leaf: routing-leaf2, description: routing-leaf2,
+                 remote_as: 65102, local_as: 65011, state: Established, established: true, uptime_ms: 15000,
+                 prefixes_received: 1}
 capture_files:
   description: Files (relative to O(capture)) written or removed, or that would be in check mode.
   returned: when O(capture) is set

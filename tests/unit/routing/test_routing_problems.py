@@ -34,6 +34,7 @@ GOOD = {
     "bfd_detect_multiplier": 3,
     "bgp_keepalive": 3,
     "bgp_hold": 9,
+    "bgp_connect_retry": 5,
 }
 
 
@@ -94,6 +95,8 @@ def test_ipv6_numbered_peer_and_hold_off_are_fine():
     ({"bgp_hold": 2}, "routing_bgp_hold: 2 s is outside 3-65535 s"),
     ({"bgp_keepalive": 4}, "routing_bgp_keepalive: 4 s is more than a third of routing_bgp_hold (9 s)"),
     ({"bgp_keepalive": True}, "routing_bgp_keepalive: True is not an integer"),
+    ({"bgp_connect_retry": 0}, "routing_bgp_connect_retry: 0 s is outside 1-65535 s"),
+    ({"bgp_connect_retry": "5"}, "routing_bgp_connect_retry: '5' is not an integer"),
 ], ids=lambda value: str(value)[:60])
 def test_bad_settings_are_named(changes, expected):
     problems = routing_problems(with_changes(**changes))

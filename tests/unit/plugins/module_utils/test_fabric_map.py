@@ -405,3 +405,54 @@ def test_empty_and_factless_fleets_still_render():
     assert factless["summary"]["hosts_by_status"] == {"no_facts": 1, "ok": 1}
     assert [item["kind"] for item in factless["findings"]] == ["no_facts", "no_rails"]
     assert ">a</text>" in render_html(factless)
+
+
+def _routed_host(capture):
+    """gpufabric_topology of a routed lab node (no GPU, no RDMA, no LLDP) from a real `show bgp summary json`."""
+    return build_topology({"bgp_summary": read_fixture("frr/%s" % capture),
+                           "reasons": {"lldpctl": "lldpctl not found in PATH (install and start lldpd)"}})
+
+
+def test_routed_uplinks_show_both_leaves_beside_the_lldp_view(sonic_neighbours):
+    # Real captures of the routing lab: node-a with both sessions up, node-b 1.5 s after its leaf2 port went down.
+    fleet = {"node-a": _routed_host("lab-bgp-summary-established.json"),
+             "node-b": _routed_host("lab-bgp-summary-leaf2-cut.json"),
+             "gpu-01": _host_from_lldp(sonic_neighbours)}
+    fabric = build_fabric_map(fleet, rail_interfaces={"gpu-01": SONIC_RAILS})
+    node_a = fabric["hosts"]["node-a"]["routed_uplinks"]
+    assert [(u["leaf"], u["peer"], u["interface"], u["remote_as"], u["state"]) for u in node_a] == [
+        ("routing-exp-leaf1", "10.240.201.2", None, 65101, "Established"),
+        ("routing-exp-leaf2", "eth1", "eth1", 65102, "Established")]
+    assert fabric["hosts"]["gpu-01"]["routed_uplinks"] == []
+    # The LLDP view is what it was: the routed hosts add no switch, the rails still reach the SONiC leaves.
+    assert sorted(fabric["switches"]) == ["LEAF01", "LEAF02", "LEAF03", "LEAF04"]
+    assert sorted(fabric["leaves"]) == ["routing-exp-leaf1", "routing-exp-leaf2"]
+    leaf2 = fabric["leaves"]["routing-exp-leaf2"]
+    assert leaf2["remote_as"] == [65102] and leaf2["hosts"] == 2 and leaf2["established"] == 1
+    assert [(s["host"], s["state"]) for s in leaf2["sessions"]] == [("node-a", "Established"), ("node-b", "Idle")]
+    summary = fabric["summary"]
+    assert (summary["routed_hosts"], summary["routed_uplinks"], summary["routed_uplinks_down"],
+            summary["leaves"]) == (2, 4, 1, 2)
+    # The session down is the host's own finding (topology_facts), carried into the map with the host's status.
+    down = _kinds(fabric, "bgp_session_down")
+    assert [(item["host"], item["scope"], item["severity"]) for item in down] == [("node-b", "host", "warning")]
+    assert fabric["hosts"]["node-b"]["status"] == "warning"
+    page = render_html(fabric)
+    table = page.split("<h2>Routed uplinks (BGP)</h2>", 1)[1]
+    assert table.count("<tr><td class=") == 4
+    assert '<td class="error">Idle</td>' in table and ">routing-exp-leaf2<" in table
+    assert json.loads(json.dumps(fabric)) == fabric
+
+
+def test_routed_uplink_without_hostname_or_description_is_named_by_asn_and_peer():
+    topology = _routed_host("lab-bgp-summary-established.json")
+    for uplink in topology["routing"]["uplinks"]:
+        uplink["leaf"] = uplink["description"] = None  # a leaf without the hostname capability nor a description
+    hosts = build_fabric_map({"node": topology})["hosts"]
+    assert [u["leaf"] for u in hosts["node"]["routed_uplinks"]] == ["AS65101 10.240.201.2", "AS65102 eth1"]
+
+
+def test_no_routed_uplinks_says_so_in_the_page(sonic_fleet):
+    fabric = build_fabric_map(sonic_fleet, rail_interfaces={host: SONIC_RAILS for host in sonic_fleet})
+    assert fabric["leaves"] == {} and fabric["summary"]["routed_uplinks"] == 0
+    assert "No routed uplink" in render_html(fabric)

@@ -34,7 +34,11 @@ HGX_TOPO = "nvidia_smi_topo/sglang-30401-hgx-h100-8gpu-8nic.txt"
 IB_SOME_DOWN = "ibstat_ibv_devinfo/gpud-h100-ibstat-8x-cx7-ib-400g-some-down.txt"
 SONIC_LLDP = "lldp/unifabric-json0-gpu-rails-sonic-leaves.txt"
 CHURNED_BOND = "bonding/magpie-802.3ad-churned-mixed-speed-misconfig.txt"
-TOP_LEVEL = ["schema_version", "source", "gpus", "rdma", "interfaces", "bonds", "lldp", "rails", "findings"]
+# "routing" (the routed uplinks, from FRR's BGP summary) was added after "findings": schema 1, one more key.
+TOP_LEVEL = ["schema_version", "source", "gpus", "rdma", "interfaces", "bonds", "lldp", "rails", "findings",
+             "routing"]
+BGP_ESTABLISHED = "frr/lab-bgp-summary-established.json"
+BGP_LEAF2_CUT = "frr/lab-bgp-summary-leaf2-cut.json"
 
 # sysfs of one RoCE rail NIC in the kernel's formats (class/infiniband/<dev>/ports/<n>/{state,rate,...},
 # gid_attrs/{types,ndevs}/<index>, device/uevent): the lab has no RDMA device to read them from.
@@ -89,7 +93,58 @@ def test_schema_top_level_and_missing_sources_have_reasons():
     assert topology["gpus"] == {"available": False, "reason": "nvidia-smi not found in PATH", "devices": []}
     assert topology["rdma"]["available"] is False and "infiniband" in topology["rdma"]["reason"]
     assert topology["lldp"] == {"available": False, "reason": "no lldpctl output was available", "neighbors": []}
+    assert topology["routing"] == {"available": False, "reason": "no vtysh output was available", "uplinks": []}
     assert topology["rails"] == [] and topology["findings"] == []
+
+
+def test_routed_uplinks_from_the_real_bgp_summary_numbered_and_unnumbered():
+    topology = build_topology({"bgp_summary": read_fixture(BGP_ESTABLISHED)})
+    routing = topology["routing"]
+    assert routing["available"] is True and routing["reason"] is None
+    assert routing["uplinks"] == [
+        {"peer": "10.240.201.2", "interface": None, "unnumbered": False, "leaf": "routing-exp-leaf1",
+         "description": "leaf1", "remote_as": 65101, "local_as": 65001, "state": "Established", "established": True,
+         "uptime_ms": 65000, "prefixes_received": 1},
+        # Unnumbered: keyed by the interface in FRR; its IPv4 and IPv6 families merged into one uplink.
+        {"peer": "eth1", "interface": "eth1", "unnumbered": True, "leaf": "routing-exp-leaf2",
+         "description": "leaf2", "remote_as": 65102, "local_as": 65001, "state": "Established", "established": True,
+         "uptime_ms": 15000, "prefixes_received": 1},
+    ]
+    assert topology["findings"] == []
+
+
+def test_routed_uplink_down_is_a_finding_naming_peer_asn_and_leaf():
+    topology = build_topology({"bgp_summary": read_fixture(BGP_LEAF2_CUT)})
+    states = {uplink["peer"]: uplink["state"] for uplink in topology["routing"]["uplinks"]}
+    assert states == {"10.240.201.2": "Established", "eth1": "Idle"}
+    assert [(f["severity"], f["message"]) for f in _kinds(topology, "bgp_session_down")] == [
+        ("warning", "BGP session to eth1 (AS 65102, leaf routing-exp-leaf2) is Idle, not Established")]
+
+
+def test_bgp_summary_that_is_not_json_is_a_finding_not_a_failure():
+    # The capture cut in the middle of an object, as a vtysh killed by the timeout leaves it.
+    topology = build_topology({"bgp_summary": read_fixture(BGP_ESTABLISHED)[:300]})
+    assert topology["routing"]["available"] is False
+    assert topology["routing"]["reason"].startswith("show bgp summary json: output is not JSON")
+    assert [f["severity"] for f in _kinds(topology, "parse_error")] == ["error"]
+
+
+def test_bgpd_without_sessions_is_available_with_no_uplinks():
+    # An object without address families (no `router bgp`, or no neighbour configured yet): hand-written, not a
+    # capture; the parser's contract for it is "no session".
+    topology = build_topology({"bgp_summary": "{}\n"})
+    assert topology["routing"] == {"available": True, "reason": None, "uplinks": []}
+
+
+def test_snapshot_carries_the_bgp_summary(tmp_path):
+    sources = {"bgp_summary": read_fixture(BGP_ESTABLISHED), "sysfs": ROCE_SYSFS}
+    assert "vtysh-show-bgp-summary.json" in write_capture(str(tmp_path), sources)
+    offline = build_topology(read_snapshot(str(tmp_path)))
+    assert offline["routing"] == build_topology(sources)["routing"]
+    # An older snapshot without the file: the reason says so.
+    os.unlink(str(tmp_path / "vtysh-show-bgp-summary.json"))
+    assert build_topology(read_snapshot(str(tmp_path)))["routing"]["reason"] == (
+        "the snapshot has no vtysh-show-bgp-summary.json")
 
 
 def test_hgx_rails_gpus_and_findings_from_real_captures():
