@@ -249,10 +249,43 @@ def _gdr_level(kept, limit):
     return worst if rank[worst] <= rank[limit] else limit
 
 
+def port_gid_index(port):
+    """The RoCE v2 GID index NCCL should use on one port, and why: (index or None, reason or None).
+
+    NCCL_IB_GID_INDEX unset, NCCL takes the first RoCE v2 GID of the address family it wants, which is the
+    untagged address when the port's netdev also carries a VLAN. The RoCE traffic of a lossless fabric rides
+    the VLAN (its PCP is the priority PFC pauses), so an IPv4 GID on a VLAN wins over the untagged one; among
+    VLANs with IPv4 addresses there is no telling which one the fabric uses, so none is chosen. Facts without
+    the per-address table (roce_v2_gids, older captures) keep their roce_v2_gid_index.
+    """
+    entries = port.get("roce_v2_gids")
+    if not entries:
+        return port.get("roce_v2_gid_index"), None
+    ipv4 = [entry for entry in entries if entry.get("family") == "ipv4"]
+    on_vlans = [entry for entry in ipv4 if entry.get("vlan")]
+    vlan_netdevs = sorted(set(entry.get("netdev") for entry in on_vlans))
+    if len(vlan_netdevs) > 1:
+        return None, "IPv4 RoCE v2 GIDs on several VLANs (%s): which one carries RDMA is not in the facts" % (
+            ", ".join("%s on %s" % (entry["index"], entry.get("netdev")) for entry in on_vlans))
+    if on_vlans:
+        # One VLAN: its first IPv4 GID (a VLAN with two addresses has two; the first is the primary address).
+        return min(entry["index"] for entry in on_vlans), None
+    if ipv4:
+        return min(entry["index"] for entry in ipv4), None
+    return min(entry["index"] for entry in entries), None
+
+
 def _gid_index(kept, findings):
     indexes = {}
     for _gpu, nic, port, _link in kept:
-        indexes.setdefault(port.get("roce_v2_gid_index"), []).append("%s:%s" % (nic, port.get("port")))
+        index, reason = port_gid_index(port)
+        label = "%s:%s" % (nic, port.get("port"))
+        if reason:
+            _finding(findings, "warning", "%s: %s; NCCL_IB_GID_INDEX not written, set it in nccl_variables"
+                     % (label, reason))
+            return None
+        if label not in indexes.get(index, []):
+            indexes.setdefault(index, []).append(label)
     if None in indexes:
         _finding(findings, "warning", "no RoCE v2 GID index known for %s (the facts hold no GID table: capture "
                  "ibv_devinfo -v or sysfs): NCCL_IB_GID_INDEX not written, NCCL picks the GID itself"

@@ -49,6 +49,7 @@ _COLUMN = re.compile(r"#\S+|tps average|[^\s#\[\]][^#\[\]]*?\[[^\]]*\]|\S+")
 _PARAMETER = re.compile(r"(?P<key>[A-Za-z][\w .*/\-]*?)\s*:\s*(?P<value>\S+)")
 # Address lines carry colons too; they describe QPs, not the run.
 _NOT_PARAMETERS_LOWER = ("local address", "remote address", "gid:")
+_CLOCK_WARNING = re.compile(r"Conflicting CPU frequency values|Correlation coefficient r\^2")
 _COMMAND_LINE = re.compile(r"^(?:\S*[#$]\s*)?(?:ib_\w+|raw_ethernet_\w+)(?:\s|$)")
 _ERROR_LINE = re.compile(
     r"^(?:couldn't|could not|unable to|cannot|can't|no ib devices|no rdma devices)"
@@ -186,7 +187,8 @@ def parse_perftest(text):
         in duration mode).
       bw_avg_gbps_max: the highest average bandwidth of the rows (Gbit/s), None without rows.
       t_typical_us_min: the lowest typical latency of the rows (usec), None without one.
-      warnings: lines printed inside the results table that are not rows.
+      warnings: lines printed inside the results table that are not rows, and perftest's own warnings
+        that it could not measure the CPU clock (its figures are then unreliable).
       error: None, or the tool's own error lines joined with "; " when the run failed
         (rows printed before the failure are kept).
       errors: what the parser could not read: a results table without rows, a client output that
@@ -233,6 +235,11 @@ def parse_perftest(text):
             table = None
             continue
         if _COMMAND_LINE.match(stripped):
+            continue
+        if _CLOCK_WARNING.search(stripped):
+            # perftest times with the CPU cycle counter: when it cannot measure the clock (VMs, busy hosts) it
+            # says so before the title, and its figures are not to be trusted (-F only makes it go on).
+            result["warnings"].append(stripped)
             continue
         title = _TITLE.match(line)
         if title and not stripped.startswith("#") and result["test"] is None:

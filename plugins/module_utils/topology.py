@@ -10,6 +10,7 @@ directory, so a host can be analysed offline with exactly the code that runs liv
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import tempfile
@@ -127,6 +128,41 @@ def _port_template(number):
             "roce_v2_gid_index": None, "active_mtu": None, "netdev": None}
 
 
+def _gid_address(gid):
+    """The IP address a GID is made from: dotted IPv4 for an IPv4-mapped GID, else the IPv6 text."""
+    try:
+        address = ipaddress.IPv6Address(gid)
+    except ValueError:
+        return None
+    return str(address.ipv4_mapped) if address.ipv4_mapped else str(address)
+
+
+def _roce_v2_gids(gids, interfaces):
+    """The RoCE v2 GIDs of a port, one per address: [{index, address, family, netdev, vlan}].
+
+    netdev is the device the address is on (sysfs gid_attrs/ndevs; None from ibv_devinfo, which does not say);
+    vlan is true when that device is an 802.1Q VLAN (its uevent says DEVTYPE=vlan), so that a consumer can
+    tell the VLAN's GID from the untagged one on the same port.
+    """
+    kinds = {interface["name"]: interface.get("driver") for interface in interfaces}
+    entries = []
+    for gid in gids:
+        if (gid.get("type") or "").lower().replace(" ", "") != "rocev2":
+            continue
+        address = _gid_address(gid.get("gid") or "")
+        if address is None:
+            continue
+        netdev = gid.get("ndev")
+        entries.append({
+            "index": gid["index"],
+            "address": address,
+            "family": "ipv4" if "." in address else "ipv6",
+            "netdev": netdev,
+            "vlan": bool(netdev) and kinds.get(netdev) == "vlan",
+        })
+    return entries
+
+
 def _fill(port, values, keys):
     """Copy values into port where the port does not know them yet (sources are merged by priority)."""
     for key in keys:
@@ -186,6 +222,7 @@ def _rdma(sources, sysfs, interfaces, findings, reasons):
                 _fill(port, values, ("state", "physical_state", "rate_gbps", "link_layer", "active_mtu"))
             if port["link_layer"] == "Ethernet":
                 port["roce_v2_gid_index"] = roce_v2_gid_index(sys_port.get("gids") or verbs_port.get("gids") or [])
+                port["roce_v2_gids"] = _roce_v2_gids(sys_port.get("gids") or verbs_port.get("gids") or [], interfaces)
                 port["gids_known"] = bool(sys_port.get("gids") or verbs_port.get("gids"))
             ndevs = [gid["ndev"] for gid in sys_port.get("gids", []) if gid.get("ndev")]
             if ndevs:

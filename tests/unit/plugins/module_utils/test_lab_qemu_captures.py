@@ -19,8 +19,10 @@ from fixture_data import fixture_names, read_fixture
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
 from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import parse_ibstat
 from ansible_collections.gpufabric.core.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo, roce_v2_gid_index
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import port_gid_index
 from ansible_collections.gpufabric.core.plugins.module_utils.perftest import parse_perftest
 from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import parse_list_sas
+from ansible_collections.gpufabric.core.plugins.module_utils.topology import build_topology
 
 FOLDER = "lab_qemu"
 # Captured after the ipsec role's converge, verify and ib_send_bw run in molecule/ipsec_kernel.
@@ -35,6 +37,13 @@ SYSTEM_MAC = {"vm01": "c6:11:1d:fa:f7:0b", "vm02": "46:78:9d:e4:ec:78"}
 PEER = {"vm01": "vm02", "vm02": "vm01"}
 MEMBER_MAC = {"vm01": {"ens4": "52:54:00:67:01:04", "ens5": "52:54:00:67:01:05"},
               "vm02": {"ens4": "52:54:00:67:02:04", "ens5": "52:54:00:67:02:05"}}
+
+
+# The rdma_kernel scenario's captures: rxe0 on the data link ens4 itself, ens4 with an untagged address and the
+# VLAN ens4.100 with another, so that the GID table holds both.
+VLAN_RAILS = ("lab-qemu-ibv_devinfo-v-rxe0-vlan.txt", "lab-qemu-sysfs-gids-rxe0-vlan.txt",
+              "lab-qemu-sysfs-net-uevent-vlan.txt", "lab-qemu-modprobe-unknown-parameter-ib_ipoib.txt",
+              "lab-qemu-modinfo-p-ib_core.txt", "lab-qemu-ib_write_bw-rxe0-vlan-client.txt")
 
 
 def _read(name):
@@ -53,6 +62,7 @@ def test_every_capture_is_tested():
                                    "lab-qemu-ib_write_bw-rxe0-server.txt", "lab-qemu-swanctl-list-sas-kernel-esp.txt",
                                    "lab-qemu-ip-xfrm-state-kernel-esp.txt", "lab-qemu-ip-xfrm-policy-kernel-esp.txt",
                                    ROLE_XFRM_STATE, ROLE_XFRM_POLICY, ROLE_LIST_SAS, ROLE_ROCE_TCPDUMP}
+    tested |= set(VLAN_RAILS)
     assert sorted(tested) == fixture_names(FOLDER)
 
 
@@ -247,3 +257,109 @@ def test_roce_v2_on_the_protected_link_partly_in_clear():
     big = [m for m in esp if int(m.group(4)) > 1024]
     assert len(big) == 50 and {(m.group(1), m.group(2), m.group(3)) for m in big} == {
         ("10.200.0.1", "10.200.0.2", "ca5d0617")}
+
+
+def _listing(name, prefix):
+    """A `grep -H . FILES` capture (file:value per line, comments skipped) as sysfs keys under prefix.
+
+    A file of several lines (uevent) gives one line each: they are joined back, as collect_sysfs reads the file.
+    """
+    entries = {}
+    for line in _read(name).splitlines():
+        if line and not line.startswith("#"):
+            path, value = line.split(":", 1)
+            key = prefix + path
+            entries[key] = entries[key] + "\n" + value if key in entries else value
+    return entries
+
+
+def _vlan_rail_topology():
+    """build_topology on the captures of vm01's rail 0, as topology_facts reads them live.
+
+    The sysfs part is the two grep listings, rekeyed under class/infiniband/rxe0/ports/1/ and class/net/ (the
+    keys collect_sysfs gives those files); ibv_devinfo -v adds the port state and link layer.
+    """
+    sysfs = _listing("lab-qemu-sysfs-gids-rxe0-vlan.txt", "class/infiniband/rxe0/ports/1/")
+    sysfs.update(_listing("lab-qemu-sysfs-net-uevent-vlan.txt", "class/net/"))
+    sources = {"reasons": {}, "ibv_devinfo": _read("lab-qemu-ibv_devinfo-v-rxe0-vlan.txt"), "sysfs": sysfs}
+    return build_topology(sources)
+
+
+def test_ibv_devinfo_v_rxe0_on_the_link_lists_the_untagged_and_the_vlan_gids():
+    _device, port = _rxe_port("lab-qemu-ibv_devinfo-v-rxe0-vlan.txt")
+    assert (port["state"], port["link_layer"]) == ("ACTIVE", "Ethernet")
+    assert [(gid["index"], gid["gid"], gid["type"]) for gid in port["gids"]] == [
+        (0, "fe80::5054:ff:fe67:104", "RoCE v2"),
+        (1, "::ffff:192.168.40.1", "RoCE v2"),
+        (2, "::ffff:10.100.0.1", "RoCE v2"),
+        (3, "fe80::5054:ff:fe67:104", "RoCE v2"),
+    ]
+    # The first IPv4 GID is the untagged address: what NCCL takes when NCCL_IB_GID_INDEX is unset.
+    assert roce_v2_gid_index(port["gids"]) == 1
+
+
+def test_sysfs_gid_table_names_the_vlan_device_of_each_gid():
+    entries = _listing("lab-qemu-sysfs-gids-rxe0-vlan.txt", "")
+    assert [entries["gid_attrs/ndevs/%d" % index] for index in range(4)] == ["ens4", "ens4", "ens4.100", "ens4.100"]
+    assert entries["gids/2"] == "0000:0000:0000:0000:0000:ffff:0a64:0001"  # ::ffff:10.100.0.1
+    assert {entries["gid_attrs/types/%d" % index] for index in range(4)} == {"RoCE v2"}
+
+
+def test_topology_reports_the_roce_v2_gid_of_each_address_and_vlan():
+    topology = _vlan_rail_topology()
+    [device] = topology["rdma"]["devices"]
+    [port] = device["ports"]
+    assert (device["name"], port["link_layer"], port["state"], port["netdev"]) == ("rxe0", "Ethernet", "ACTIVE", "ens4")
+    assert port["roce_v2_gids"] == [
+        {"index": 0, "address": "fe80::5054:ff:fe67:104", "family": "ipv6", "netdev": "ens4", "vlan": False},
+        {"index": 1, "address": "192.168.40.1", "family": "ipv4", "netdev": "ens4", "vlan": False},
+        {"index": 2, "address": "10.100.0.1", "family": "ipv4", "netdev": "ens4.100", "vlan": True},
+        {"index": 3, "address": "fe80::5054:ff:fe67:104", "family": "ipv6", "netdev": "ens4.100", "vlan": True},
+    ]
+
+
+def test_nccl_gid_choice_takes_the_vlan_gid_not_the_untagged_one():
+    [device] = _vlan_rail_topology()["rdma"]["devices"]
+    # The untagged address comes first in the table (index 1); the RoCE traffic rides the VLAN (index 2).
+    assert port_gid_index(device["ports"][0]) == (2, None)
+
+
+def test_nccl_gid_choice_refuses_to_guess_between_two_vlans():
+    [device] = _vlan_rail_topology()["rdma"]["devices"]
+    port = dict(device["ports"][0])
+    # Edited from the capture: a second VLAN (ens4.200, 10.200.0.1) on the same link, as its GID would be listed.
+    port["roce_v2_gids"] = port["roce_v2_gids"] + [
+        {"index": 4, "address": "10.200.0.1", "family": "ipv4", "netdev": "ens4.200", "vlan": True}]
+    index, reason = port_gid_index(port)
+    assert index is None and "2 on ens4.100" in reason and "4 on ens4.200" in reason
+
+
+def test_nccl_gid_choice_without_a_vlan_is_the_first_ipv4_gid():
+    topology = _vlan_rail_topology()
+    port = dict(topology["rdma"]["devices"][0]["ports"][0])
+    # Edited from the capture: the VLAN's entries dropped, as on a link without a VLAN.
+    port["roce_v2_gids"] = [entry for entry in port["roce_v2_gids"] if not entry["vlan"]]
+    assert port_gid_index(port) == (1, None)
+    # Facts of older captures, without the per-address table, keep their single index.
+    assert port_gid_index({"roce_v2_gid_index": 3}) == (3, None)
+
+
+def test_unknown_module_parameter_is_loaded_and_only_logged_by_the_kernel():
+    lines = _read("lab-qemu-modprobe-unknown-parameter-ib_ipoib.txt").splitlines()
+    assert lines[1] == "rc=0"
+    assert re.fullmatch(r"\[\s*\d+\.\d+\] ib_ipoib: unknown parameter 'disable_raw_qp_encap' ignored", lines[2])
+
+
+def test_modinfo_lists_the_parameters_ib_core_accepts():
+    names = [line.split(":", 1)[0] for line in _read("lab-qemu-modinfo-p-ib_core.txt").splitlines()]
+    assert names == ["send_queue_size", "recv_queue_size", "netns_mode", "force_mr"]
+
+
+def test_ib_write_bw_over_the_vlan_gid_with_an_unmeasurable_clock_is_flagged():
+    run = parse_perftest(_read("lab-qemu-ib_write_bw-rxe0-vlan-client.txt"))
+    assert run["side"] == "client" and run["error"] is None
+    assert (run["device"], run["link_layer"], run["gid_index"], run["mtu"]) == ("rxe0", "Ethernet", 2, 1024)
+    assert [(row["bytes"], row["iterations"]) for row in run["rows"]] == [(65536, 200)]
+    # Zeros, with perftest's reason before its title: the cycle counter gave no usable clock on a loaded host.
+    assert run["bw_avg_gbps_max"] == 0.0
+    assert run["warnings"] == ["Correlation coefficient r^2: 0.798944 < 0.9"]

@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The rdma role on two VMs with Debian's kernel and Soft-RoCE rails, read back from the kernel.
+
+The files the role wrote for module options and boot-time modules, the modules it loaded, memlock as PAM and
+systemd give it. The topology facts
+are gathered live by the collection's own module and compared with what ibv_devinfo -v and sysfs say.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from ansible_collections.gpufabric.core.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import port_gid_index
+
+# The scenario's rails (molecule.yml): device, link, VLAN, the host part of every address is the VM's number.
+RAILS = [("rxe0", "ens4", 100, "192.168.40", "10.100.0"), ("rxe1", "ens5", 101, "192.168.41", "10.101.0")]
+NUMBER = {"vm01": 1, "vm02": 2}
+# molecule.yml's rdma_module_options, each value other than ib_core's default.
+OPTIONS = {"ib_core": {"send_queue_size": "256", "recv_queue_size": "1024"}}
+
+
+def name_of(host):
+    return host.backend.get_hostname()
+
+
+@pytest.fixture(scope="module")
+def topology(host):
+    """gpufabric_topology gathered live on this VM by gpufabric.core.topology_facts."""
+    result = host.ansible("gpufabric.core.topology_facts", "", check=False)
+    return result["ansible_facts"]["gpufabric_topology"]
+
+
+def test_module_options_and_boot_modules_written_and_modules_loaded(host):
+    # The options apply at the next load of ib_core (loaded by prepare.yml before they were written): reading them
+    # back from /sys/module needs the reload of side_effect.yml, not in the sequence yet (molecule.yml says why).
+    text = host.file("/etc/modprobe.d/gpufabric-rdma.conf").content_string
+    for module, options in OPTIONS.items():
+        assert "options %s %s" % (module, " ".join("%s=%s" % item for item in options.items())) in text
+    listed = [line for line in host.file("/etc/modules-load.d/gpufabric-rdma.conf").content_string.splitlines()
+              if line and not line.startswith("#")]
+    assert listed == ["ib_umad", "rdma_ucm"]
+    for module in listed:
+        assert host.file("/sys/module/%s" % module).is_directory, module
+
+
+def test_memlock_unlimited_for_a_login_shell_and_for_services(host):
+    # A new login session through PAM (pam_limits reads /etc/security/limits.d): the "*" domain, as user nobody.
+    assert host.check_output("runuser -l nobody -s /bin/sh -c 'ulimit -l'") == "unlimited"
+    assert host.check_output("runuser -l root -s /bin/sh -c 'ulimit -l'") == "unlimited"
+    # A service started by systemd after the role's DefaultLimitMEMLOCK and daemon-reexec.
+    assert host.check_output("systemd-run --quiet --wait --pipe sh -c 'ulimit -l'") == "unlimited"
+
+
+def test_topology_ports_link_layer_and_netdevs_match_ibv_devinfo(host, topology):
+    verbs = {device["name"]: device for device in parse_ibv_devinfo(host.check_output("ibv_devinfo -v"))["devices"]}
+    assert topology["rdma"]["available"] is True
+    devices = {device["name"]: device for device in topology["rdma"]["devices"]}
+    assert sorted(devices) == sorted(verbs) == ["rxe0", "rxe1"]
+    for device, netdev, _vlan, _untagged, _tagged in RAILS:
+        [port] = devices[device]["ports"]
+        [verbs_port] = verbs[device]["ports"]
+        assert (port["port"], port["state"], port["link_layer"]) == (1, "ACTIVE", "Ethernet")
+        assert (verbs_port["state"], verbs_port["link_layer"]) == ("ACTIVE", "Ethernet")
+        assert port["netdev"] == netdev
+        assert host.check_output("rdma link show %s/1" % device).split()[-1] == netdev
+
+
+def test_topology_roce_v2_gid_per_address_and_vlan_match_sysfs(host, topology):
+    number = NUMBER[name_of(host)]
+    devices = {device["name"]: device for device in topology["rdma"]["devices"]}
+    for device, netdev, vlan, untagged, tagged in RAILS:
+        [port] = devices[device]["ports"]
+        base = "/sys/class/infiniband/%s/ports/1/" % device
+        by_address = {entry["address"]: entry for entry in port["roce_v2_gids"]}
+        for address, on in (("%s.%d" % (untagged, number), netdev), ("%s.%d" % (tagged, number), "%s.%d" % (netdev, vlan))):
+            entry = by_address[address]
+            gid = host.file(base + "gids/%d" % entry["index"]).content_string.strip()
+            assert ipaddress.IPv6Address(gid).ipv4_mapped == ipaddress.IPv4Address(address)
+            assert host.file(base + "gid_attrs/types/%d" % entry["index"]).content_string.strip() == "RoCE v2"
+            assert host.file(base + "gid_attrs/ndevs/%d" % entry["index"]).content_string.strip() == on
+            assert entry["netdev"] == on and entry["vlan"] is (on != netdev)
+
+
+def test_nccl_gid_choice_is_the_vlan_gid_of_each_rail(host, topology):
+    number = NUMBER[name_of(host)]
+    devices = {device["name"]: device for device in topology["rdma"]["devices"]}
+    for device, netdev, vlan, _untagged, tagged in RAILS:
+        [port] = devices[device]["ports"]
+        index, reason = port_gid_index(port)
+        assert reason is None
+        # The kernel's own table: the GID of the VLAN's IPv4 address.
+        ndev = host.file("/sys/class/infiniband/%s/ports/1/gid_attrs/ndevs/%d" % (device, index)).content_string
+        gid = host.file("/sys/class/infiniband/%s/ports/1/gids/%d" % (device, index)).content_string.strip()
+        assert ndev.strip() == "%s.%d" % (netdev, vlan)
+        assert str(ipaddress.IPv6Address(gid).ipv4_mapped) == "%s.%d" % (tagged, number)
