@@ -13,6 +13,7 @@ through the SA and what does not).
 
 from __future__ import annotations
 
+import json
 import re
 import struct
 import time
@@ -177,3 +178,19 @@ def test_roce_v2_on_the_protected_link(host, capsys):
 
 def _quote(text):
     return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def test_the_collection_names_the_roce_rail_the_policy_does_not_encrypt(host):
+    # The role's verify module, run on the host as the role runs it: rxe0's address is inside this host's traffic
+    # selector, so swanctl_verify must say that RoCE on it bypasses kernel IPsec (what the capture test shows).
+    name = name_of(host)
+    expected = [{"peer": PEER[name], "ike": "gf-" + PEER[name], "child": "gf-" + PEER[name],
+                 "remote_host": ADDRESS[PEER[name]]}]
+    args = json.dumps({"expected": expected, "traffic_selectors": [ADDRESS[name] + "/32"],
+                       "fail_on_problems": False})
+    result = host.ansible("gpufabric.core.swanctl_verify", args, check=False)
+    assert result["rdma_devices"] == ["rxe0"], result
+    assert [(entry["device"], entry["netdev"], entry["address"]) for entry in result["roce_unencrypted"]] == [
+        ("rxe0", LINK, ADDRESS[name])], result
+    assert result["roce_warnings"] == [
+        "RoCE on rxe0 (%s, %s) bypasses kernel IPsec: not encrypted" % (LINK, ADDRESS[name])], result

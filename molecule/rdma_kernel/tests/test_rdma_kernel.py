@@ -10,7 +10,11 @@ are gathered live by the collection's own module and compared with what ibv_devi
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
+import os
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +26,9 @@ RAILS = [("rxe0", "ens4", 100, "192.168.40", "10.100.0"), ("rxe1", "ens5", 101, 
 NUMBER = {"vm01": 1, "vm02": 2}
 # molecule.yml's rdma_module_options, each value other than ib_core's default.
 OPTIONS = {"ib_core": {"send_queue_size": "256", "recv_queue_size": "1024"}}
+ROOT = Path(__file__).resolve().parents[3]
+SCENARIO = Path(__file__).resolve().parents[1]
+EPHEMERAL = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", ""))
 
 
 def name_of(host):
@@ -98,3 +105,25 @@ def test_nccl_gid_choice_is_the_vlan_gid_of_each_rail(host, topology):
         gid = host.file("/sys/class/infiniband/%s/ports/1/gids/%d" % (device, index)).content_string.strip()
         assert ndev.strip() == "%s.%d" % (netdev, vlan)
         assert str(ipaddress.IPv6Address(gid).ipv4_mapped) == "%s.%d" % (tagged, number)
+
+
+def test_an_option_the_installed_module_does_not_know_is_refused_before_any_file_changes(host):
+    # Debian's 6.1 kernel loads ib_core with an unknown option and only logs "unknown parameter ... ignored"
+    # (tests/fixtures/lab_qemu); the role must refuse it by name, from modinfo -p, before it writes anything.
+    if name_of(host) != "vm01":
+        pytest.skip("one refusal, on vm01")
+    written = ["/etc/modprobe.d/gpufabric-rdma.conf", "/etc/modules-load.d/gpufabric-rdma.conf"]
+    before = [hashlib.sha256(host.file(path).content).hexdigest() for path in written]
+    env = dict(os.environ, ANSIBLE_CONFIG=str(EPHEMERAL / "ansible.cfg"), ANSIBLE_FORCE_COLOR="false",
+               ANSIBLE_ROLES_PATH=str(ROOT / "roles"),
+               ANSIBLE_COLLECTIONS_PATH="%s:%s" % (ROOT / ".build" / "collections",
+                                                   ROOT / ".venv" / "lib" / "python3.11" / "site-packages"))
+    run = subprocess.run([str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", str(EPHEMERAL / "inventory"),
+                          "--limit", "vm01", "-e", '{"rdma_module_options": {"ib_core": "send_queue_size=256 '
+                          'disable_raw_qp_encap=1"}}', str(SCENARIO / "converge.yml")],
+                         env=env, capture_output=True, text=True, timeout=900, check=False)
+    output = run.stdout + run.stderr
+    assert run.returncode != 0, output[-4000:]
+    assert "rdma_module_options.ib_core: option 'disable_raw_qp_encap' is not a parameter of the installed ib_core" \
+        in output, output[-4000:]
+    assert [hashlib.sha256(host.file(path).content).hexdigest() for path in written] == before
