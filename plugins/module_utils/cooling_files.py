@@ -1,0 +1,105 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The files of the cooling role, rendered from its validated input (pure functions, no host access).
+
+Used by gpufabric.core.cooling_config. The texts are what the role's templates and copy tasks wrote before the
+module existed (with Ansible's default ansible_managed), so that upgrading the collection restarts no controller.
+The controller's stop path (ExecStopPost ... stop-action) reads none of this code: it runs from the installed
+package alone, so a bug here can at worst leave the previous files in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+MANAGED = "Ansible managed"
+PACKAGE = "gpufabric_cooling"
+
+
+def bin_text(lib_dir, managed=MANAGED):
+    """The gpufabric-cooling command: puts the package directory on sys.path and runs its main()."""
+    return ("#!/usr/bin/python3\n"
+            "# %s\n"
+            "# gpufabric-cooling: run | check-config | once | status | stop-action (see --help).\n"
+            "import sys\n\n"
+            "sys.path.insert(0, \"%s\")\n\n"
+            "from gpufabric_cooling.__main__ import main  # noqa: E402\n\n"
+            "sys.exit(main())\n") % (managed, lib_dir)
+
+
+def unit_text(bin_path, config_file, failsafe_record, watchdog_sec, managed=MANAGED):
+    """gpufabric-cooling.service. ExecStopPost runs after every stop, crash or watchdog kill."""
+    return """# {managed}
+[Unit]
+Description=gpufabric.core fan-curve controller and liquid-cooling watchdog
+Documentation=https://github.com/gpufabric/gpufabric.core/tree/main/roles/cooling
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=notify
+NotifyAccess=main
+ExecStartPre={bin} check-config {config}
+ExecStart={bin} run {config} --failsafe-record {record}
+# Runs after every stop, a crash, a watchdog kill or a failed start included: the fans never stay at a low
+# duty unattended. The fail-safe record goes first and needs no configuration; exit 1 means a group failed.
+ExecStopPost={bin} stop-action {config} --failsafe-record {record} --reason "ExecStopPost, service result ${{SERVICE_RESULT}}"
+Restart=always
+RestartSec=2
+TimeoutStartSec={watchdog}
+WatchdogSec={watchdog}
+SyslogIdentifier=gpufabric-cooling
+NoNewPrivileges=yes
+ProtectSystem=full
+ProtectHome=yes
+PrivateTmp=yes
+
+[Install]
+WantedBy=multi-user.target
+""".format(managed=managed, bin=bin_path, config=config_file, record=failsafe_record, watchdog=int(watchdog_sec))
+
+
+def config_text(config):
+    """The controller's JSON configuration, as Ansible's to_nice_json(sort_keys=true) wrote it."""
+    return json.dumps(config, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
+
+
+def desired_files(params):
+    """file_transaction entries, in install order: package, command, configuration, passwords, unit.
+
+    The configuration goes after the package that reads it and the passwords it names; the unit last, so a
+    controller (re)started by systemd in between finds a complete set. With enabled false only the password
+    files are managed (removed): a controller turned off must not leave its secrets on the host.
+    """
+    files = []
+    passwords = [(params["ipmi_password_file"], params.get("ipmi_password") or ""),
+                 (params["redfish_password_file"], params.get("redfish_password") or "")]
+    if not params["enabled"]:
+        return [{"path": path, "content": None, "mode": 0o600, "secret": True} for path, _secret in passwords]
+    package_dir = os.path.join(params["lib_dir"], PACKAGE)
+    for name in sorted(params["package"]):
+        files.append({"path": os.path.join(package_dir, name), "content": params["package"][name], "mode": 0o644})
+    files.append({"path": params["bin_path"], "content": bin_text(params["lib_dir"]), "mode": 0o755})
+    files.append({"path": params["config_file"], "content": config_text(params["config"]), "mode": 0o640})
+    for path, secret in passwords:
+        files.append({"path": path, "content": secret + "\n" if secret else None, "mode": 0o600, "secret": True})
+    files.append({"path": params["unit_file"], "mode": 0o644,
+                  "content": unit_text(params["bin_path"], params["config_file"], params["failsafe_record"],
+                                       params["watchdog_sec"])})
+    return files
+
+
+def directories(params):
+    """(path, mode) of the directories the files live in, created or corrected before the files."""
+    if not params["enabled"]:
+        return []
+    return [(os.path.join(params["lib_dir"], PACKAGE), 0o755), (params["config_dir"], 0o750),
+            (params["state_dir"], 0o750)]
+
+
+def package_name_problems(names):
+    """Package file names must be plain .py names: they are joined to the package directory."""
+    return ["package.%s: not a plain .py file name" % name for name in names
+            if os.path.basename(name) != name or not name.endswith(".py") or name.startswith(".")]

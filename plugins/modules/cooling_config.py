@@ -1,0 +1,238 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: cooling_config
+short_description: Write every file of the gpufabric-cooling controller as one transaction
+version_added: "0.1.0"
+description:
+  - Installs the controller package, the C(gpufabric-cooling) command, the JSON configuration, the BMC password
+    files and the systemd unit, all of them or none. The configuration is checked first with the same
+    C(policy_problems) code the controller's C(check-config) runs; each file is then staged next to its target and
+    renamed into place, and when a step fails the files already replaced are restored.
+  - Passwords are written to 0600 files and never appear in the result or the diff (their size is shown instead).
+  - With O(enabled=false) only the password files are managed, and removed; the service itself is stopped by the
+    role.
+  - The controller's stop path (C(ExecStopPost) ... C(stop-action)) does not use this module; it runs from the
+    installed package alone.
+  - Used by the P(gpufabric.core.cooling#role) role.
+author:
+  - gpufabric.core contributors (@gpufabric)
+options:
+  enabled:
+    description: Install the controller's files; V(false) removes the password files only.
+    type: bool
+    default: true
+  config:
+    description: The controller's configuration (the role's C(__cooling_config)), passwords replaced by their files.
+    type: dict
+    default: {}
+  package:
+    description: The controller package, file name to content (the role's C(files/gpufabric_cooling) and module_utils).
+    type: dict
+    default: {}
+  ipmi_password:
+    description: The IPMI password; empty removes O(ipmi_password_file).
+    type: str
+    default: ""
+  redfish_password:
+    description: The Redfish password; empty removes O(redfish_password_file).
+    type: str
+    default: ""
+  ipmi_password_file:
+    description: Where the IPMI password is kept (mode 0600).
+    type: path
+    default: /etc/gpufabric-cooling/ipmi.pass
+  redfish_password_file:
+    description: Where the Redfish password is kept (mode 0600).
+    type: path
+    default: /etc/gpufabric-cooling/redfish.pass
+  lib_dir:
+    description: Directory holding the C(gpufabric_cooling) package.
+    type: path
+    default: /usr/local/lib/gpufabric-cooling
+  config_dir:
+    description: Directory of the configuration and password files (mode 0750).
+    type: path
+    default: /etc/gpufabric-cooling
+  config_file:
+    description: The controller's configuration file (mode 0640).
+    type: path
+    default: /etc/gpufabric-cooling/config.json
+  state_dir:
+    description: The controller's state directory (mode 0750), holding the fail-safe record and the reboot marker.
+    type: path
+    default: /var/lib/gpufabric-cooling
+  bin_path:
+    description: The C(gpufabric-cooling) command.
+    type: path
+    default: /usr/local/sbin/gpufabric-cooling
+  unit_file:
+    description: The systemd unit.
+    type: path
+    default: /etc/systemd/system/gpufabric-cooling.service
+  failsafe_record:
+    description: The fail-safe record the controller writes at start and C(stop-action) reads first.
+    type: path
+    default: /var/lib/gpufabric-cooling/failsafe.record
+  watchdog_sec:
+    description: C(WatchdogSec) and C(TimeoutStartSec) of the unit.
+    type: int
+    default: 120
+  reboot_marker:
+    description: File whose presence means an earlier run left a reboot reason; only read, reported in RV(reboot_marker_present).
+    type: path
+    default: /var/lib/gpufabric-cooling/reboot-required
+attributes:
+  check_mode:
+    support: full
+    description: Validates the configuration and reports the files that would change, with a diff; writes nothing.
+  diff_mode:
+    support: full
+    description: Returns the before and after text of every changed file, the password files' sizes only.
+notes:
+  - Runs as root; the files are owned by the user the module runs as.
+seealso:
+  - module: gpufabric.core.cooling_gpu_policy
+"""
+
+EXAMPLES = r"""
+- name: Write the controller's files
+  gpufabric.core.cooling_config:
+    config: "{{ cooling_policy }}"
+    package: "{{ cooling_package_files }}"
+    ipmi_password: "{{ vault_ipmi_password }}"
+  register: cooling_files
+
+- name: Restart the controller when its files changed
+  ansible.builtin.systemd_service:
+    name: gpufabric-cooling.service
+    state: restarted
+    daemon_reload: "{{ cooling_files.daemon_reload }}"
+  when: cooling_files.restart_required
+"""
+
+RETURN = r"""
+changes:
+  description: Files and directories created, replaced, re-moded or removed (or that would be, in check mode).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{action: replace, path: /etc/gpufabric-cooling/config.json}]
+restart_required:
+  description: Whether a file the running controller reads changed (package, command, configuration, passwords, unit).
+  returned: always
+  type: bool
+  sample: true
+daemon_reload:
+  description: Whether the systemd unit changed, so systemd must reload it.
+  returned: always
+  type: bool
+  sample: false
+unit_present:
+  description: Whether the systemd unit file exists (after the change), so that a turned-off controller can be stopped.
+  returned: always
+  type: bool
+  sample: true
+reboot_marker_present:
+  description: Whether O(reboot_marker) exists.
+  returned: always
+  type: bool
+  sample: false
+"""
+
+import json
+import os
+import stat
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufabric.core.plugins.module_utils import cooling_files as cf
+from ansible_collections.gpufabric.core.plugins.module_utils import cooling_policy as cp
+from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
+
+
+def _directory_changes(wanted):
+    changes = []
+    for path, mode in wanted:
+        if not os.path.isdir(path):
+            changes.append({"path": path, "action": "create directory", "mode": mode})
+        elif stat.S_IMODE(os.stat(path).st_mode) != mode:
+            changes.append({"path": path, "action": "mode", "mode": mode})
+    return changes
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "enabled": {"type": "bool", "default": True},
+            "config": {"type": "dict", "default": {}},
+            "package": {"type": "dict", "default": {}},
+            "ipmi_password": {"type": "str", "default": "", "no_log": True},
+            "redfish_password": {"type": "str", "default": "", "no_log": True},
+            "ipmi_password_file": {"type": "path", "default": "/etc/gpufabric-cooling/ipmi.pass"},
+            "redfish_password_file": {"type": "path", "default": "/etc/gpufabric-cooling/redfish.pass"},
+            "lib_dir": {"type": "path", "default": "/usr/local/lib/gpufabric-cooling"},
+            "config_dir": {"type": "path", "default": "/etc/gpufabric-cooling"},
+            "config_file": {"type": "path", "default": "/etc/gpufabric-cooling/config.json"},
+            "state_dir": {"type": "path", "default": "/var/lib/gpufabric-cooling"},
+            "bin_path": {"type": "path", "default": "/usr/local/sbin/gpufabric-cooling"},
+            "unit_file": {"type": "path", "default": "/etc/systemd/system/gpufabric-cooling.service"},
+            "failsafe_record": {"type": "path", "default": "/var/lib/gpufabric-cooling/failsafe.record"},
+            "watchdog_sec": {"type": "int", "default": 120},
+            "reboot_marker": {"type": "path", "default": "/var/lib/gpufabric-cooling/reboot-required"},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    problems = []
+    if params["enabled"]:
+        problems += cf.package_name_problems(params["package"])
+        if "__main__.py" not in params["package"]:
+            problems.append("package: the controller package has no __main__.py")
+        if params["watchdog_sec"] < 1:
+            problems.append("watchdog_sec: must be at least 1")
+        # The configuration as the controller will read it back: through JSON, then the controller's own check.
+        problems += cp.policy_problems(json.loads(cf.config_text(params["config"])))
+    if problems:
+        module.fail_json(msg="The cooling configuration is not usable, nothing was changed: %s" % "; ".join(problems))
+
+    desired = cf.desired_files(params)
+    directory_changes = _directory_changes(cf.directories(params))
+    try:
+        current = {entry["path"]: ft.read_current(entry["path"]) for entry in desired}
+        changes = ft.plan(desired, current)
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg="Nothing was changed: %s" % exc)
+    restarting = [change for change in changes if params["enabled"]]
+    result = {
+        "changed": bool(changes or directory_changes),
+        "changes": directory_changes + ft.summary(changes),
+        "restart_required": bool(restarting),
+        "daemon_reload": any(change["path"] == params["unit_file"] for change in changes),
+    }
+    if module._diff:
+        result["diff"] = ft.diff_entries(changes)
+    if not module.check_mode and (changes or directory_changes):
+        try:
+            for change in directory_changes:
+                if change["action"] == "mode":
+                    os.chmod(change["path"], change["mode"])
+            problems = ft.apply(changes, make_directories=[(c["path"], c["mode"]) for c in directory_changes
+                                                           if c["action"] != "mode"])
+        except OSError as exc:
+            module.fail_json(msg="Writing the cooling files failed, the previous files were restored: %s" % exc, **result)
+        if problems:
+            module.fail_json(msg="Nothing was changed: %s" % "; ".join(problems), **result)
+    result["unit_present"] = os.path.exists(params["unit_file"]) or any(
+        change["path"] == params["unit_file"] and change["after"] is not None for change in changes)
+    result["reboot_marker_present"] = os.path.exists(params["reboot_marker"])
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

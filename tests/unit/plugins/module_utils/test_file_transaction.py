@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""file_transaction: plan, diff and an all-or-nothing install, on real files in the test's directory."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
+
+
+def _current(desired):
+    return {entry["path"]: ft.read_current(entry["path"]) for entry in desired}
+
+
+def _mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_plan_creates_replaces_remodes_removes_and_skips_unchanged(tmp_path):
+    same, other, moded, gone = (tmp_path / name for name in ("same", "other", "moded", "gone"))
+    for path, text, mode in ((same, "a\n", 0o644), (other, "old\n", 0o644), (moded, "m\n", 0o644), (gone, "g\n", 0o600)):
+        path.write_text(text)
+        path.chmod(mode)
+    desired = [
+        {"path": str(same), "content": "a\n", "mode": 0o644},
+        {"path": str(other), "content": "new\n", "mode": 0o644},
+        {"path": str(moded), "content": "m\n", "mode": 0o600},
+        {"path": str(gone), "content": None, "mode": 0o600},
+        {"path": str(tmp_path / "fresh"), "content": "f\n", "mode": 0o640},
+        {"path": str(tmp_path / "never"), "content": None, "mode": 0o600},
+    ]
+    changes = ft.plan(desired, _current(desired))
+    assert [(os.path.basename(c["path"]), c["action"]) for c in changes] == [
+        ("other", "replace"), ("moded", "mode"), ("gone", "remove"), ("fresh", "create")]
+    assert ft.plan(desired[:1], _current(desired[:1])) == []
+
+
+def test_plan_refuses_a_path_listed_twice(tmp_path):
+    entry = {"path": str(tmp_path / "x"), "content": "x", "mode": 0o644}
+    with pytest.raises(ValueError, match="listed twice"):
+        ft.plan([entry, entry], {})
+
+
+def test_read_current_refuses_a_directory(tmp_path):
+    with pytest.raises(ValueError, match="not a regular file"):
+        ft.read_current(str(tmp_path))
+
+
+def test_secret_content_never_in_diff_or_summary(tmp_path):
+    desired = [{"path": str(tmp_path / "ipmi.pass"), "content": "hunter2\n", "mode": 0o600, "secret": True}]
+    changes = ft.plan(desired, _current(desired))
+    shown = repr(ft.diff_entries(changes)) + repr(ft.summary(changes))
+    assert "hunter2" not in shown
+    assert "secret: 8 bytes" in ft.diff_entries(changes)[0]["after"]
+
+
+def test_apply_installs_everything_with_modes(tmp_path):
+    (tmp_path / "old").write_text("old\n")
+    desired = [{"path": str(tmp_path / "conf"), "content": "c\n", "mode": 0o640},
+               {"path": str(tmp_path / "sub" / "key"), "content": "k\n", "mode": 0o600},
+               {"path": str(tmp_path / "old"), "content": None, "mode": 0o600}]
+    changes = ft.plan(desired, _current(desired[:1] + desired[2:]))
+    assert ft.apply(changes, make_directories=[(str(tmp_path / "sub"), 0o750)]) == []
+    assert (tmp_path / "conf").read_text() == "c\n" and _mode(tmp_path / "conf") == 0o640
+    assert (tmp_path / "sub" / "key").read_text() == "k\n" and _mode(tmp_path / "sub" / "key") == 0o600
+    assert _mode(tmp_path / "sub") == 0o750
+    assert not (tmp_path / "old").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["conf", "sub"]  # no staged file left behind
+    assert ft.plan(desired, _current(desired)) == []
+
+
+def test_a_validation_problem_installs_nothing(tmp_path):
+    (tmp_path / "a").write_text("a-old\n")
+    desired = [{"path": str(tmp_path / "a"), "content": "a-new\n", "mode": 0o644},
+               {"path": str(tmp_path / "b"), "content": "bad\n", "mode": 0o644}]
+    changes = ft.plan(desired, _current(desired))
+
+    def validate(change, staged):
+        with open(staged) as handle:
+            return "%s is bad" % change["path"] if handle.read() == "bad\n" else None
+
+    problems = ft.apply(changes, validate=validate)
+    assert problems == ["%s is bad" % (tmp_path / "b")]
+    assert (tmp_path / "a").read_text() == "a-old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]
+    assert ft.check(changes, validate) == problems
+    assert (tmp_path / "a").read_text() == "a-old\n"
+
+
+def test_a_failed_install_step_restores_the_files_already_replaced(tmp_path):
+    (tmp_path / "a").write_text("a-old\n")
+    (tmp_path / "a").chmod(0o640)
+    (tmp_path / "c").write_text("c-old\n")
+    # The third step fails for real: the path to remove is a non-empty directory by the time apply runs.
+    desired = [{"path": str(tmp_path / "a"), "content": "a-new\n", "mode": 0o644},
+               {"path": str(tmp_path / "b"), "content": "b-new\n", "mode": 0o644},
+               {"path": str(tmp_path / "c"), "content": None, "mode": 0o644}]
+    changes = ft.plan(desired, _current(desired))
+    (tmp_path / "c").unlink()
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "keep").write_text("k")
+    with pytest.raises(OSError):
+        ft.apply(changes)
+    assert (tmp_path / "a").read_text() == "a-old\n" and _mode(tmp_path / "a") == 0o640
+    assert not (tmp_path / "b").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "c"]
