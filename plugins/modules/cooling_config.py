@@ -83,10 +83,6 @@ options:
     description: C(WatchdogSec) and C(TimeoutStartSec) of the unit.
     type: int
     default: 120
-  reboot_marker:
-    description: File whose presence means an earlier run left a reboot reason; only read, reported in RV(reboot_marker_present).
-    type: path
-    default: /var/lib/gpufabric-cooling/reboot-required
 attributes:
   check_mode:
     support: full
@@ -139,7 +135,7 @@ unit_present:
   type: bool
   sample: true
 reboot_marker_present:
-  description: Whether O(reboot_marker) exists.
+  description: Whether an earlier run left a reboot reason in the marker every role uses (C(/run/gpufabric/cooling-reboot-required)).
   returned: always
   type: bool
   sample: false
@@ -154,6 +150,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.core.plugins.module_utils import cooling_files as cf
 from ansible_collections.gpufabric.core.plugins.module_utils import cooling_policy as cp
 from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.reboot_marker import marker_path
 
 
 def _directory_changes(wanted):
@@ -184,7 +181,6 @@ def main():
             "unit_file": {"type": "path", "default": "/etc/systemd/system/gpufabric-cooling.service"},
             "failsafe_record": {"type": "path", "default": "/var/lib/gpufabric-cooling/failsafe.record"},
             "watchdog_sec": {"type": "int", "default": 120},
-            "reboot_marker": {"type": "path", "default": "/var/lib/gpufabric-cooling/reboot-required"},
         },
         supports_check_mode=True,
     )
@@ -230,7 +226,7 @@ def main():
             module.fail_json(msg="Nothing was changed: %s" % "; ".join(problems), **result)
     result["unit_present"] = os.path.exists(params["unit_file"]) or any(
         change["path"] == params["unit_file"] and change["after"] is not None for change in changes)
-    result["reboot_marker_present"] = os.path.exists(params["reboot_marker"])
+    result["reboot_marker_present"] = os.path.exists(marker_path("cooling"))
     module.exit_json(**result)
 
 

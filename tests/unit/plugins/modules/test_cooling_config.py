@@ -74,8 +74,7 @@ def _args(tmp_path, **overrides):
             "lib_dir": str(tmp_path / "lib"), "config_dir": str(tmp_path / "etc"),
             "config_file": str(tmp_path / "etc" / "config.json"), "state_dir": str(state),
             "bin_path": str(tmp_path / "sbin-gpufabric-cooling"), "unit_file": str(tmp_path / "gpufabric-cooling.service"),
-            "failsafe_record": str(state / "failsafe.record"), "watchdog_sec": 60,
-            "reboot_marker": str(state / "reboot-required")}
+            "failsafe_record": str(state / "failsafe.record"), "watchdog_sec": 60}
     args.update(overrides)
     return args
 
