@@ -36,7 +36,7 @@ timed() { # prints the seconds a command took; fails (with the log's tail) when 
 ratio() { echo "$1 / $2" | bc -l; }
 
 declare -A first second noop10 ping
-nodes_list=(${BENCH_CONVERGE_NODES:-4 8 16})
+read -r -a nodes_list <<<"${BENCH_CONVERGE_NODES:-4 8 16}"
 printf '%-6s %9s %9s %9s %9s %14s %14s\n' nodes first_s second_s noop10_s ping_s second/noop10 first/noop10
 for nodes in "${nodes_list[@]}"; do
     # A fresh lab per size: the first converge starts from bare nodes every time.

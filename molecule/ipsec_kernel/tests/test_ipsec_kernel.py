@@ -147,8 +147,9 @@ def test_roce_v2_on_the_protected_link(host, capsys):
     tcpdump_pid = host.check_output("sh -c %s" % _quote(capture)).strip()
     server_gid = roce_v2_gid_index(parse_ibv_devinfo(server.check_output("ibv_devinfo -v -d rxe0"))
                                    ["devices"][0]["ports"][0]["gids"])
-    server.check_output("sh -c %s" % _quote("timeout 120 ib_send_bw -d rxe0 -x %d -n 50 -s 1024 "
-                                             ">/tmp/ib_send_bw.server 2>&1 </dev/null & echo started" % server_gid))
+    server_command = ("timeout 120 ib_send_bw -d rxe0 -x %d -n 50 -s 1024 "
+                      ">/tmp/ib_send_bw.server 2>&1 </dev/null & echo started" % server_gid)
+    server.check_output("sh -c %s" % _quote(server_command))
     deadline = time.monotonic() + 60
     while True:
         client = host.run("timeout 90 ib_send_bw -d rxe0 -x %d -n 50 -s 1024 %s" % (gid_index, ADDRESS["vm02"]))

@@ -37,7 +37,7 @@ def lab_qemu_sysfs():
     sysfs = {}
     for line in read_fixture("lab_qemu/lab-qemu-sysfs-gids-rxe0.txt").splitlines():
         if line:
-            path, _, content = line.partition(":")
+            path, _colon, content = line.partition(":")
             sysfs[base + path] = content
     ibstat = read_fixture("lab_qemu/lab-qemu-ibstat-rxe0.txt")
     sysfs[base + "link_layer"] = re.search(r"Link layer: (\S+)", ibstat).group(1)
@@ -73,8 +73,8 @@ def test_selectors_elsewhere_report_nothing():
 def test_a_subnet_selector_with_a_port_suffix_still_covers_the_rail():
     devices = rdma_devices(lab_qemu_sysfs())
     report = roce_bypass(devices, ["10.100.0.0/24[udp/4791]"])
-    assert [(r["netdev"], r["address"], r["selectors"]) for r in report] == [("bond0.100", "10.100.0.1",
-                                                                            ["10.100.0.0/24"])]
+    found = [(r["netdev"], r["address"], r["selectors"]) for r in report]
+    assert found == [("bond0.100", "10.100.0.1", ["10.100.0.0/24"])]
 
 
 def test_infiniband_link_layer_is_not_an_ip_rail():

@@ -12,6 +12,10 @@ from fixture_data import read_fixture
 CAPTURE = "modinfo/lab-qemu-modinfo-p-%s.txt"
 
 
+def _raise_runtime_error():
+    raise RuntimeError("the check after writing failed")
+
+
 # ---------------------------------------------------------------- modinfo -p (Debian 12, kernel 6.1.0-57-amd64)
 
 
@@ -62,7 +66,7 @@ def test_unknown_option_refused_naming_variable_path():
 
 def test_known_options_pass_and_dashes_match_underscores():
     known = {"mlx4_core": rc.parse_modinfo_parameters(read_fixture(CAPTURE % "mlx4_core"))}
-    problems, _ = rc.check_module_options({"mlx4_core": "log_num_mgm_entry_size=-1 enable-qos=1"}, known)
+    problems, _unchecked = rc.check_module_options({"mlx4_core": "log_num_mgm_entry_size=-1 enable-qos=1"}, known)
     assert problems == []
 
 
@@ -170,7 +174,7 @@ def test_failed_write_restores_every_file_already_replaced(tmp_path):
     before = snapshot(tmp_path)
     units = [dict(unit, enabled=True) for unit in spec(tmp_path)["units"]]
     wanted, absent = rc.desired_files(spec(tmp_path, module_options={"mlx5_core": "prof_sel=1"},
-                                            memlock_limit="1024", units=units))
+                                           memlock_limit="1024", units=units))
     changes = rc.plan_changes(wanted, absent)
     paths = [c["path"] for c in changes]
     assert paths.index(str(blocked)) > 0  # something is replaced before the failure
@@ -178,7 +182,7 @@ def test_failed_write_restores_every_file_already_replaced(tmp_path):
     with pytest.raises(OSError):
         transaction.apply()
     assert snapshot(tmp_path) == before
-    assert not [p for p in tmp_path.rglob(".gpufabric-*")]
+    assert not list(tmp_path.rglob(".gpufabric-*"))
 
 
 def test_failed_check_after_writing_rolls_back_new_files_and_directories(tmp_path):
@@ -198,7 +202,7 @@ def test_removal_is_rolled_back_too(tmp_path):
     before = snapshot(tmp_path)
     files, absent = rc.desired_files(spec(tmp_path, module_options={}, memlock_systemd=False))
     with pytest.raises(RuntimeError):
-        rc.FileTransaction(rc.plan_changes(files, absent)).apply(after=lambda: (_ for _ in ()).throw(RuntimeError()))
+        rc.FileTransaction(rc.plan_changes(files, absent)).apply(after=_raise_runtime_error)
     assert snapshot(tmp_path) == before
 
 

@@ -64,9 +64,10 @@ def _args(tmp_path, **overrides):
     config = {"version": 1, "interval": 5, "stale_after": 20, "on_stop": "full", "hwmon_root": str(tmp_path / "hwmon"),
               "metrics_file": "", "state_dir": str(state),
               "bmc": {"ipmi": {"host": "192.0.2.10", "user": "admin", "password_file": str(tmp_path / "etc" / "ipmi.pass")}},
-              "ipmi_profile": {}, "zones": {"cpu": {"sensors": [{"backend": "ipmi", "selector": "CPU Temp"}],
-                                                   "curve": [{"temp": 40, "duty": 30}, {"temp": 80, "duty": 100}],
-                                                   "critical_temp": 85}},
+              "ipmi_profile": {},
+              "zones": {"cpu": {"sensors": [{"backend": "ipmi", "selector": "CPU Temp"}],
+                                "curve": [{"temp": 40, "duty": 30}, {"temp": 80, "duty": 100}],
+                                "critical_temp": 85}},
               "fan_groups": {"chassis": {"backend": "hwmon", "target": "labfan/pwm1", "zones": ["cpu"]}}, "liquid": {}}
     args = {"config": config, "package": _package(), "ipmi_password": SECRET,
             "ipmi_password_file": str(tmp_path / "etc" / "ipmi.pass"),
@@ -100,7 +101,7 @@ def test_installs_everything_once_then_changes_nothing(tmp_path):
     check = subprocess.run([sys.executable, str(tmp_path / "sbin-gpufabric-cooling"), "check-config",
                             str(tmp_path / "etc" / "config.json")], capture_output=True, text=True, check=False)
     assert check.returncode == 0, check.stderr
-    again, _ = _run(args)
+    again, _output = _run(args)
     assert not again["changed"] and not again["restart_required"] and again["changes"] == [], again
 
 
@@ -118,14 +119,14 @@ def test_a_changed_password_restarts_and_a_removed_one_is_deleted(tmp_path):
     assert result["restart_required"] and not result["daemon_reload"]
     assert "other-secret" not in output and SECRET not in output
     config = dict(args["config"], bmc={"ipmi": {"host": "192.0.2.10", "user": "admin"}})
-    result, _ = _run(dict(args, ipmi_password="", config=config))
+    result, _output = _run(dict(args, ipmi_password="", config=config))
     assert result["changed"] and not (tmp_path / "etc" / "ipmi.pass").exists()
 
 
 def test_a_bad_policy_changes_nothing_and_names_the_setting(tmp_path):
     args = _args(tmp_path)
     args["config"]["zones"]["cpu"]["critical_temp"] = 70  # below the curve's 100 % point at 80
-    result, _ = _run(args)
+    result, _output = _run(args)
     assert result.get("failed"), result
     assert "nothing was changed" in result["msg"] and "zones.cpu" in result["msg"], result["msg"]
     assert list(tmp_path.iterdir()) == []
@@ -134,7 +135,7 @@ def test_a_bad_policy_changes_nothing_and_names_the_setting(tmp_path):
 def test_disabled_removes_only_the_password_files(tmp_path):
     args = _args(tmp_path)
     _run(args)
-    result, _ = _run(dict(args, enabled=False, config={}, package={}))
+    result, _output = _run(dict(args, enabled=False, config={}, package={}))
     assert result["changed"] and not result["restart_required"]
     assert not (tmp_path / "etc" / "ipmi.pass").exists()
     assert (tmp_path / "etc" / "config.json").exists() and (tmp_path / "gpufabric-cooling.service").exists()
