@@ -48,8 +48,9 @@ def effective_ike_proposals(proposals, pq_kex, algorithms):
     if algorithms is not None and PQ_ALGORITHM_NAMES[pq_kex] not in algorithms:
         name = PQ_ALGORITHM_NAMES[pq_kex]
         return proposals, (
-            "ipsec_pq_kex is %s but swanctl --list-algs lists no %s: install and load strongSwan's ml plugin (or "
-            "openssl >= 3.5 with the openssl plugin), or set ipsec_pq_kex to none." % (pq_kex, name))
+            "ipsec_pq_kex is %s but swanctl --list-algs lists no %s: a strongSwan 6 build with its ml plugin "
+            "(or an openssl plugin built with ML-KEM) is needed; Debian 13's 6.0.1 packages have neither. Or set "
+            "ipsec_pq_kex to none." % (pq_kex, name))
     return ["%s-ke1_%s" % (p, pq_kex) for p in proposals], None
 
 
