@@ -96,6 +96,26 @@ def summary(changes):
     return [{"path": change["path"], "action": change["action"]} for change in changes]
 
 
+def write_atomically(path, data, mode, owner=None):
+    """Replace path with data (bytes) through a temporary file beside it and a rename, so that a reader sees the
+    old file or the new one, never part of one. mkstemp creates the temporary file 0600; it gets mode (and owner,
+    a (uid, gid) pair, when given) before the rename."""
+    fd, temporary = tempfile.mkstemp(prefix=".gpufabric-", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            if owner is not None:
+                os.fchown(handle.fileno(), owner[0], owner[1])
+            os.fsync(handle.fileno())
+        os.rename(temporary, path)
+    except BaseException:
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
+        raise
+
+
 def _stage(change):
     directory = os.path.dirname(change["path"])
     fd, temp = tempfile.mkstemp(prefix=".gpufabric-", suffix=".tmp", dir=directory)

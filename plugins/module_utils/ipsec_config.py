@@ -12,8 +12,8 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-import tempfile
 
+from ansible_collections.gpufabric.core.plugins.module_utils.file_transaction import write_atomically
 from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import quote_value
 
 HEADER = "# Managed by gpufabric.core.ipsec_config: local edits are replaced on the next run.\n"
@@ -202,21 +202,7 @@ def read_current(path):
 
 
 def _write_atomically(path, data, mode, owner=(0, 0)):
-    directory = os.path.dirname(path)
-    descriptor, temporary = tempfile.mkstemp(prefix=".gpufabric-", dir=directory)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            if owner is not None:
-                os.fchown(handle.fileno(), owner[0], owner[1])
-            os.fsync(handle.fileno())
-        os.rename(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    write_atomically(path, data, mode, owner)
 
 
 def apply(desired, current, changed, write=_write_atomically):

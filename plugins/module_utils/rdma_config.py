@@ -13,7 +13,8 @@ import json
 import os
 import re
 import stat
-import tempfile
+
+from ansible_collections.gpufabric.core.plugins.module_utils.file_transaction import write_atomically
 
 HEADER = "# Managed by gpufabric.core.rdma: changes made here are overwritten.\n"
 
@@ -211,21 +212,8 @@ def diff_of(changes):
 
 
 def _atomic_write(path, text, mode):
-    directory = os.path.dirname(path)
-    fd, temporary = tempfile.mkstemp(prefix=".gpufabric-", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            if os.geteuid() == 0:
-                os.fchown(handle.fileno(), 0, 0)
-            os.fsync(handle.fileno())
-        os.rename(temporary, path)
-    except BaseException:
-        if os.path.lexists(temporary):
-            os.unlink(temporary)
-        raise
+    write_atomically(path, text.encode("utf-8", errors="surrogateescape"), mode,
+                     (0, 0) if os.geteuid() == 0 else None)
 
 
 class FileTransaction:

@@ -117,10 +117,10 @@ csr:
 
 import datetime
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufabric.core.plugins.module_utils.file_transaction import write_atomically
 from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_pki import (
     HAS_CRYPTOGRAPHY,
     build_csr,
@@ -152,20 +152,8 @@ def _load_key(path):
 
 
 def _write_key(path, data):
-    # mkstemp creates the file 0600 from the start: the key is never readable by anyone else, even briefly.
-    descriptor, temporary = tempfile.mkstemp(prefix=".gpufabric-", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), _KEY_MODE)
-            os.fchown(handle.fileno(), 0, 0)
-            os.fsync(handle.fileno())
-        os.rename(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    # The temporary file is 0600 from its creation: the key is never readable by anyone else, even briefly.
+    write_atomically(path, data, _KEY_MODE, (0, 0))
 
 
 def _load_certificate(path):
