@@ -35,3 +35,27 @@ def merge_reasons(existing_text, new_reasons):
 
 def marker_text(reasons):
     return "".join("%s\n" % reason for reason in reasons)
+
+
+def read_marker(role, directory=MARKER_DIR):
+    """The marker's text, or None when the host has no marker for this role (rebooted since, or never needed)."""
+    try:
+        with open(marker_path(role, directory)) as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def exported_facts(role, reasons):
+    """The facts a role exports about its pending reboot: <role>_reboot_reasons and <role>_reboot_required."""
+    reasons = list(reasons)
+    return {"%s_reboot_reasons" % role: reasons, "%s_reboot_required" % role: bool(reasons)}
+
+
+def why_no_reboot(host_reasons, role, reboot_ok, reboot_possible):
+    """The message said when reasons are pending and the role will not reboot, or None when it will (or need not)."""
+    if not host_reasons or (reboot_ok and reboot_possible):
+        return None
+    how = ("it is a container: reboot its host instead" if not reboot_possible
+           else "set %s_reboot_ok=true (with serial: on the play to reboot in batches) to let the role reboot it" % role)
+    return "this host needs a reboot for: %s. %s." % ("; ".join(host_reasons), how[0].upper() + how[1:])

@@ -83,6 +83,11 @@ options:
     description: C(WatchdogSec) and C(TimeoutStartSec) of the unit.
     type: int
     default: 120
+  gpu_policy:
+    description: Whether the role has a GPU power policy to apply (C(cooling_gpu_models) set); on a host without
+      C(nvidia-smi) the module then warns that it is not applied, and the role skips that phase.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -139,10 +144,21 @@ reboot_marker_present:
   returned: always
   type: bool
   sample: false
+nvidia_smi_present:
+  description: Whether C(nvidia-smi) is on the host's PATH, so that the GPU power policy phase is included only where
+    it can do something.
+  returned: always
+  type: bool
+  sample: false
+ansible_facts:
+  description: C(cooling_reboot_reasons) (the reasons in the marker) and C(cooling_reboot_required).
+  returned: always
+  type: dict
 """
 
 import json
 import os
+import shutil
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
@@ -150,7 +166,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.core.plugins.module_utils import cooling_files as cf
 from ansible_collections.gpufabric.core.plugins.module_utils import cooling_policy as cp
 from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils.reboot_marker import marker_path
+from ansible_collections.gpufabric.core.plugins.module_utils import reboot_marker as rm
 
 
 def _directory_changes(wanted):
@@ -181,6 +197,7 @@ def main():
             "unit_file": {"type": "path", "default": "/etc/systemd/system/gpufabric-cooling.service"},
             "failsafe_record": {"type": "path", "default": "/var/lib/gpufabric-cooling/failsafe.record"},
             "watchdog_sec": {"type": "int", "default": 120},
+            "gpu_policy": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -226,7 +243,14 @@ def main():
             module.fail_json(msg="Nothing was changed: %s" % "; ".join(problems), **result)
     result["unit_present"] = os.path.exists(params["unit_file"]) or any(
         change["path"] == params["unit_file"] and change["after"] is not None for change in changes)
-    result["reboot_marker_present"] = os.path.exists(marker_path("cooling"))
+    recorded = rm.read_marker("cooling")
+    result["reboot_marker_present"] = recorded is not None
+    # The reboot facts every run exports, with no task of their own; the reboot policy (included when there are
+    # reasons) updates them.
+    result["ansible_facts"] = rm.exported_facts("cooling", rm.merge_reasons(recorded, []))
+    result["nvidia_smi_present"] = shutil.which("nvidia-smi") is not None
+    if params["gpu_policy"] and not result["nvidia_smi_present"]:
+        module.warn("GPU power policy (cooling_gpu_models) not applied: nvidia-smi is not installed")
     module.exit_json(**result)
 
 

@@ -32,6 +32,22 @@ options:
     type: str
     choices: [present, absent]
     default: present
+  reboot_ok:
+    description: Whether the role may reboot the host (its C(ROLE_reboot_ok)); with reasons pending and no reboot
+      allowed, the module says why in a warning.
+    type: bool
+    default: false
+  reboot_possible:
+    description: Whether the host can be rebooted at all (false in a container, whose host must reboot instead).
+    type: bool
+    default: true
+  host:
+    description: The host's name in that warning (warnings do not name the host they come from).
+    type: str
+    default: ""
+notes:
+  - Sets the facts C(ROLE_reboot_reasons) and C(ROLE_reboot_required) (after the change; in check mode, what the
+    run would leave), so that the reboot policy needs no task of its own to export them.
 """
 
 EXAMPLES = r"""
@@ -52,6 +68,10 @@ path:
   description: The marker file.
   returned: always
   type: str
+ansible_facts:
+  description: C(ROLE_reboot_reasons) (the reasons) and C(ROLE_reboot_required) (whether there is any).
+  returned: always
+  type: dict
 """
 
 import os
@@ -67,6 +87,9 @@ def main():
             role=dict(type="str", required=True),
             reasons=dict(type="list", elements="str", default=[]),
             state=dict(type="str", choices=["present", "absent"], default="present"),
+            reboot_ok=dict(type="bool", default=False),
+            reboot_possible=dict(type="bool", default=True),
+            host=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -74,16 +97,14 @@ def main():
         path = rm.marker_path(module.params["role"])
     except ValueError as error:
         module.fail_json(msg="role: %s" % error)
-    try:
-        with open(path) as handle:
-            before = handle.read()
-    except FileNotFoundError:
-        before = None
+    role = module.params["role"]
+    before = rm.read_marker(role)
     if module.params["state"] == "absent":
         changed = before is not None
         if changed and not module.check_mode:
             os.unlink(path)
-        module.exit_json(changed=changed, reasons=[], path=path,
+        left = rm.merge_reasons(before, []) if module.check_mode else []
+        module.exit_json(changed=changed, reasons=[], path=path, ansible_facts=rm.exported_facts(role, left),
                          diff={"before": before or "", "after": "", "before_header": path, "after_header": path})
     reasons = rm.merge_reasons(before, module.params["reasons"])
     after = rm.marker_text(reasons)
@@ -95,7 +116,10 @@ def main():
             handle.write(after)
         os.chmod(temporary, 0o644)
         os.rename(temporary, path)
-    module.exit_json(changed=changed, reasons=reasons, path=path,
+    why_not = rm.why_no_reboot(reasons, role, module.params["reboot_ok"], module.params["reboot_possible"])
+    if why_not:
+        module.warn("%s%s" % (module.params["host"] + ": " if module.params["host"] else "", why_not))
+    module.exit_json(changed=changed, reasons=reasons, path=path, ansible_facts=rm.exported_facts(role, reasons),
                      diff={"before": before or "", "after": after, "before_header": path, "after_header": path})
 
 

@@ -139,3 +139,16 @@ def test_disabled_removes_only_the_password_files(tmp_path):
     assert result["changed"] and not result["restart_required"]
     assert not (tmp_path / "etc" / "ipmi.pass").exists()
     assert (tmp_path / "etc" / "config.json").exists() and (tmp_path / "gpufabric-cooling.service").exists()
+
+
+def test_exports_the_reboot_facts_and_says_when_the_gpu_policy_cannot_apply(tmp_path):
+    # This machine has no marker (/run/gpufabric/cooling-reboot-required) and no nvidia-smi, as the lab nodes.
+    assert shutil.which("nvidia-smi") is None
+    result, _output = _run(_args(tmp_path, gpu_policy=True), "--check")
+    assert result["ansible_facts"] == {"cooling_reboot_reasons": [], "cooling_reboot_required": False}, result
+    assert result["nvidia_smi_present"] is False
+    gpu_warning = "GPU power policy (cooling_gpu_models) not applied: nvidia-smi is not installed"
+    assert gpu_warning in result["warnings"], result["warnings"]
+    # Without a GPU policy to apply, nothing to say.
+    result, _output = _run(_args(tmp_path), "--check")
+    assert gpu_warning not in result.get("warnings", []), result

@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
+
+DOCUMENTATION = r"""
+name: host_problems
+short_description: Say why a host's operating system or service manager does not suit a gpufabric.core role
+version_added: 0.2.0
+description:
+  - "Takes the host's gathered facts and returns one sentence per problem (empty when the host suits the role): an
+    OS family the role does not support, a service manager other than systemd."
+  - A role adds these to its variables' problems, so that one preflight task refuses both, before any change.
+  - A fact that was not gathered (a play with C(gather_facts=false), a fact cache holding only some) is not checked
+    here; the tasks that read it later fail on their own.
+options:
+  _input:
+    description: The host's facts (C(ansible_facts)).
+    type: dict
+    required: true
+  role:
+    description: The role's name, for the message.
+    type: str
+    required: true
+  os_families:
+    description: The OS families (C(ansible_facts.os_family)) the role supports.
+    type: list
+    elements: str
+    required: true
+author:
+  - gpufabric.core contributors (@gpufabric)
+"""
+
+EXAMPLES = r"""
+- name: Refuse an unsupported host together with bad variables
+  ansible.builtin.assert:
+    that: __problems | length == 0
+    fail_msg: "Nothing was changed. {{ __problems | join('; ') }}"
+    quiet: true
+  vars:
+    __problems: "{{ ansible_facts | gpufabric.core.host_problems('rdma', ['Debian', 'RedHat']) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: One sentence per problem; empty when the host suits the role (or its facts were not gathered).
+  type: list
+  elements: str
+  sample:
+    - "the rdma role supports the Debian and RedHat families under systemd; this host is Alpine 3.20 (Alpine) with openrc"
+"""
+
+
+def host_problems(facts, role, os_families):
+    if not isinstance(facts, dict):
+        raise TypeError("the input must be the host's facts (a dict), got %s" % type(facts).__name__)
+    # Each fact is checked when it was gathered (a fact cache may hold some without the others).
+    family = facts.get("os_family", os_families[0] if os_families else None)
+    service_manager = facts.get("service_mgr", "systemd") or "an unknown service manager"
+    if family in os_families and service_manager == "systemd":
+        return []
+    release = " ".join(part for part in (facts.get("distribution") or "an unknown distribution",
+                                         facts.get("distribution_version") or "") if part)
+    return ["the %s role supports the %s families under systemd; this host is %s (%s) with %s" % (
+        role, " and ".join(os_families), release, family, service_manager)]
+
+
+class FilterModule:
+    """The host_problems filter."""
+
+    def filters(self):
+        return {"host_problems": raising_filter_error("host_problems", host_problems, (TypeError,))}

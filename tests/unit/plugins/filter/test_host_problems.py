@@ -1,0 +1,26 @@
+"""plugins/filter/host_problems.py: the OS family and service manager check that role preflights merge with their
+variables' check."""
+
+from ansible_collections.gpufabric.core.plugins.filter.host_problems import host_problems
+
+DEBIAN = {"os_family": "Debian", "service_mgr": "systemd", "distribution": "Debian", "distribution_version": "12.8"}
+
+
+def test_a_supported_host_has_no_problem():
+    assert host_problems(DEBIAN, "rdma", ["Debian", "RedHat"]) == []
+
+
+def test_an_unsupported_family_or_init_is_named():
+    assert host_problems(dict(DEBIAN, os_family="Alpine", distribution="Alpine", distribution_version="3.20",
+                              service_mgr="openrc"), "rdma", ["Debian", "RedHat"]) == [
+        "the rdma role supports the Debian and RedHat families under systemd; this host is Alpine 3.20 (Alpine) "
+        "with openrc"]
+    assert "with an unknown service manager" in host_problems(dict(DEBIAN, service_mgr=None), "rdma", ["Debian"])[0]
+    assert "(Alpine) with systemd" in host_problems({"os_family": "Alpine"}, "rdma", ["Debian"])[0]
+    assert "with openrc" in host_problems({"service_mgr": "openrc"}, "rdma", ["Debian"])[0]
+
+
+def test_facts_not_gathered_are_not_checked():
+    assert host_problems({}, "rdma", ["Debian"]) == []
+    # A fact cache with the distribution facts but not the service manager.
+    assert host_problems({"os_family": "Debian", "distribution": "Debian"}, "rdma", ["Debian", "RedHat"]) == []
