@@ -101,8 +101,28 @@ options:
       tune_lib_dir, unit_dir).
     type: dict
     required: true
+  earlier_reboot_reasons:
+    description: Reboot reasons found earlier in this run (a DOCA-OFED install), exported with this module's own.
+    type: list
+    elements: str
+    default: []
+  reboot_ok:
+    description: Whether the role may reboot the host (C(rdma_reboot_ok)). With reasons recorded by an earlier run,
+      none new and no reboot allowed, the module says why no reboot happens (the reboot policy does not run then).
+    type: bool
+    default: false
+  reboot_possible:
+    description: Whether the host can be rebooted (false in a container).
+    type: bool
+    default: true
+  host:
+    description: The host's name in that warning.
+    type: str
+    default: ""
 notes:
   - Package installation stays with the package modules.
+  - Sets the facts C(rdma_reboot_reasons) (every reason pending since the last boot, the marker's and this run's)
+    and C(rdma_reboot_required), so that a run that changes nothing needs no task of its own to export them.
 """
 
 EXAMPLES = r"""
@@ -142,6 +162,22 @@ actions:
   returned: always
   type: list
   elements: str
+reboot_marker_present:
+  description: Whether an earlier run left reasons in the marker every role uses (C(/run/gpufabric/rdma-reboot-required)).
+  returned: always
+  type: bool
+ansible_facts:
+  description: The exported reboot facts.
+  returned: always
+  type: dict
+  contains:
+    rdma_reboot_reasons:
+      description: Every reason a reboot is pending for, recorded ones first.
+      type: list
+      elements: str
+    rdma_reboot_required:
+      description: Whether any reason is pending.
+      type: bool
 """
 
 import os
@@ -149,6 +185,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufabric.core.plugins.module_utils import rdma_config as rc
+from ansible_collections.gpufabric.core.plugins.module_utils import reboot_marker as rm
 
 
 def _modinfo_parameters(module, modinfo, names):
@@ -173,6 +210,23 @@ def _systemctl(module, *args):
     return module.run_command(["systemctl"] + list(args))
 
 
+def _exit(module, changes, actions, reasons, modules, unchecked):
+    # The marker is only read here (the reboot policy's reboot_marker records into it): whether an earlier run left
+    # reasons decides whether the reboot phase runs, and the exported facts say what is pending, every run.
+    p = module.params
+    recorded = rm.read_marker("rdma")
+    pending = rm.merge_reasons(recorded, p["earlier_reboot_reasons"] + reasons)
+    # With new reasons the reboot policy runs and says it; with only recorded ones it runs only to reboot.
+    why_not = None if p["earlier_reboot_reasons"] or reasons else rm.why_no_reboot(
+        pending, "rdma", p["reboot_ok"], p["reboot_possible"])
+    if why_not:
+        module.warn("%s%s" % (p["host"] + ": " if p["host"] else "", why_not))
+    module.exit_json(changed=bool(changes or actions), diff=rc.diff_of(changes), reboot_reasons=reasons,
+                     files=[{"path": c["path"], "state": c["state"]} for c in changes], actions=actions,
+                     modules_effective=modules, modules_not_checked=unchecked,
+                     reboot_marker_present=recorded is not None, ansible_facts=rm.exported_facts("rdma", pending))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -193,6 +247,10 @@ def main():
             update_initramfs=dict(type="bool", default=True),
             initramfs_command=dict(type="list", elements="str", default=["update-initramfs", "-u", "-k", "all"]),
             paths=dict(type="dict", required=True),
+            earlier_reboot_reasons=dict(type="list", elements="str", default=[]),
+            reboot_ok=dict(type="bool", default=False),
+            reboot_possible=dict(type="bool", default=True),
+            host=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -256,9 +314,7 @@ def main():
             if unit_paths[name] in changed_paths or _systemctl(module, "is-enabled", "--quiet", name + ".service")[0]:
                 actions.append("enable and start %s" % name)
         actions += ["disable %s" % name for name in stale]
-        module.exit_json(changed=bool(changes or actions), diff=rc.diff_of(changes), reboot_reasons=reasons,
-                         files=[{"path": c["path"], "state": c["state"]} for c in changes], actions=actions,
-                         modules_effective=modules, modules_not_checked=unchecked)
+        _exit(module, changes, actions, reasons, modules, unchecked)
 
     for name in stale:
         _systemctl(module, "disable", name + ".service")
@@ -317,9 +373,7 @@ def main():
             module.fail_json(msg="%s failed: %s" % (" ".join(p["initramfs_command"]), err.strip()))
         actions.append("rebuilt the initramfs")
 
-    module.exit_json(changed=bool(changes or actions), diff=rc.diff_of(changes), reboot_reasons=reasons,
-                     files=[{"path": c["path"], "state": c["state"]} for c in changes], actions=actions,
-                     modules_effective=modules, modules_not_checked=unchecked)
+    _exit(module, changes, actions, reasons, modules, unchecked)
 
 
 if __name__ == "__main__":
