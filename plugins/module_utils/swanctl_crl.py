@@ -209,3 +209,34 @@ def build_crl(ca_cert, ca_key, revocations, previous, valid_for, digest, now):
         getattr(hashes, digest.upper())()
     crl = builder.sign(private_key=ca_key, algorithm=algorithm)
     return crl, crl.public_bytes(serialization.Encoding.PEM)
+
+
+def plan_crl(path, ca_cert, load_ca_key, issued_dir, revoked_hosts, revoke_superseded, valid_days, refresh_days,
+             digest, now):
+    """Decide whether the CRL in path must be rewritten and, if so, build it.
+
+    Returns (result, pem): result holds update_reason, revoked, crl_number, next_update and, on a change, the diff
+    of revoked serials; pem is the new CRL to write, or None when the CRL is current. load_ca_key is called only
+    when a CRL must be signed, so a run that changes nothing never decrypts the CA key.
+    """
+    if not 0 <= refresh_days < valid_days:
+        raise CrlError("refresh_days (%d) must be at least 0 and less than valid_days (%d)"
+                       % (refresh_days, valid_days))
+    revocations = collect_revocations(issued_dir, revoked_hosts, revoke_superseded, now)
+    previous = read_crl(path)
+    reason = why_update(previous, ca_cert, revocations, datetime.timedelta(days=refresh_days), now)
+    before = describe_crl(previous)
+    result = {"update_reason": reason, "revoked": revocations}
+    if reason is None:
+        result.update(crl_number=before["crl_number"], next_update=before["next_update"])
+        return result, None
+    crl, pem = build_crl(ca_cert, load_ca_key(), revocations, previous, datetime.timedelta(days=valid_days), digest,
+                         now)
+    after = describe_crl(crl)
+    result.update(crl_number=after["crl_number"], next_update=after["next_update"], diff={
+        "before": "".join("%x %s\n" % (r["serial"], r["reason"]) for r in (before or {}).get("revoked", [])),
+        "after": "".join("%x %s\n" % (r["serial"], r["reason"]) for r in after["revoked"]),
+        "before_header": "%s (revoked serials)" % path,
+        "after_header": "%s (revoked serials)" % path,
+    })
+    return result, pem

@@ -121,11 +121,10 @@ update_reason:
 
 import datetime
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufabric.core.plugins.module_utils import swanctl_crl
+from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction, swanctl_crl
 
 
 def main():
@@ -148,43 +147,22 @@ def main():
     if not swanctl_crl.HAS_CRYPTOGRAPHY:
         module.fail_json(msg=missing_required_lib("cryptography"), exception=str(swanctl_crl.CRYPTOGRAPHY_IMPORT_ERROR))
     params = module.params
-    if not 0 <= params["refresh_days"] < params["valid_days"]:
-        module.fail_json(msg="refresh_days (%d) must be at least 0 and less than valid_days (%d)" % (
-            params["refresh_days"], params["valid_days"]))
-
     now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
     try:
         ca_cert = swanctl_crl.load_certificate(params["ca_certificate_path"])
-        revocations = swanctl_crl.collect_revocations(params["issued_dir"], params["revoked_hosts"],
-                                                      params["revoke_superseded"], now)
-        previous = swanctl_crl.read_crl(params["path"])
-        reason = swanctl_crl.why_update(previous, ca_cert, revocations,
-                                        datetime.timedelta(days=params["refresh_days"]), now)
-        before = swanctl_crl.describe_crl(previous)
-        result = dict(changed=False, update_reason=reason, revoked=revocations)
-        if reason is None:
-            result.update(crl_number=before["crl_number"], next_update=before["next_update"])
-        else:
-            ca_key = swanctl_crl.load_private_key(params["ca_privatekey_path"], params["ca_privatekey_passphrase"])
-            crl, pem = swanctl_crl.build_crl(ca_cert, ca_key, revocations, previous,
-                                             datetime.timedelta(days=params["valid_days"]), params["digest"], now)
-            after = swanctl_crl.describe_crl(crl)
-            result.update(changed=True, crl_number=after["crl_number"], next_update=after["next_update"])
-            if module._diff:
-                result["diff"] = dict(
-                    before="".join("%x %s\n" % (r["serial"], r["reason"]) for r in (before or {}).get("revoked", [])),
-                    after="".join("%x %s\n" % (r["serial"], r["reason"]) for r in after["revoked"]),
-                    before_header="%s (revoked serials)" % params["path"],
-                    after_header="%s (revoked serials)" % params["path"],
-                )
-            if not module.check_mode:
-                folder = os.path.dirname(params["path"]) or "."
-                handle, temp = tempfile.mkstemp(dir=folder, prefix=".crl-")
-                with os.fdopen(handle, "wb") as out:
-                    out.write(pem)
-                module.atomic_move(temp, params["path"])
+        plan, pem = swanctl_crl.plan_crl(
+            params["path"], ca_cert,
+            lambda: swanctl_crl.load_private_key(params["ca_privatekey_path"], params["ca_privatekey_passphrase"]),
+            params["issued_dir"], params["revoked_hosts"], params["revoke_superseded"], params["valid_days"],
+            params["refresh_days"], params["digest"], now)
     except swanctl_crl.CrlError as exc:
         module.fail_json(msg=str(exc))
+    diff = plan.pop("diff", None)
+    result = dict(plan, changed=pem is not None)
+    if diff and module._diff:
+        result["diff"] = diff
+    if pem is not None and not module.check_mode:
+        file_transaction.write_atomically(params["path"], pem, 0o644)
     if not module.check_mode and os.path.exists(params["path"]):
         file_args = module.load_file_common_arguments(params)
         result["changed"] = module.set_fs_attributes_if_different(file_args, result["changed"])

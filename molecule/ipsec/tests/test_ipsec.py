@@ -158,6 +158,23 @@ def test_verify_reports_no_roce_rail_in_a_container():
     assert "bypasses kernel IPsec: not encrypted" not in words
 
 
+def test_ml_kem_on_strongswan_5_stops_every_node_before_anything_changes():
+    """Debian 12 has strongSwan 5.9: a required ML-KEM stops each node in its host check, naming the variable and the
+    version, before the CA or any node is touched."""
+    before = {node: node_exec(node, "sha256sum /etc/swanctl/conf.d/gpufabric.conf") for node in NODES}
+    issued = sorted((PKI / "issued").rglob("*.pem"))
+    rc, output = run_role(str(SCENARIO / "converge.yml"), "-e", "ipsec_pq_kex=mlkem768", expect_success=False)
+    assert rc != 0
+    words = " ".join(output.split())
+    for node in NODES:
+        assert ("ipsec_pq_kex is mlkem768 (ML-KEM post-quantum key exchange), which needs strongSwan 6.0 or later; "
+                "%s has (or would install) 5.9" % node) in words, output[-4000:]
+        assert re.search(r"%s\s+: ok=\d+\s+changed=0\s+unreachable=0\s+failed=1" % node, output), output[-3000:]
+    assert "Keep the CA, its certificate and its CRL on the controller" not in output
+    assert {node: node_exec(node, "sha256sum /etc/swanctl/conf.d/gpufabric.conf") for node in NODES} == before
+    assert sorted((PKI / "issued").rglob("*.pem")) == issued
+
+
 @pytest.mark.parametrize("identity", ["%any", "ipsec-node3\\n"], ids=["wildcard", "newline"])
 def test_one_bad_identity_stops_every_node_before_anything_changes(identity):
     """node3's identity is bad: node1 and node2 must not write it into their swanctl.conf either; nothing changes."""

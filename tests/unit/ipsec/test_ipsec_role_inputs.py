@@ -225,7 +225,7 @@ def test_wrong_ca_passphrase_stops_the_run_and_keeps_the_key(tmp_path):
     assert rc == 2
     tasks = report["plays"][0]["tasks"]
     last = tasks[-1]
-    assert last["task"]["name"] == "gpufabric.core.ipsec : Report a failure to create the CA private key"
+    assert last["task"]["name"] == "gpufabric.core.ipsec : Keep the CA, its certificate and its CRL on the controller"
     message = last["hosts"]["localhost"]["msg"]
     assert "ipsec_pki_ca_passphrase must be the passphrase it is encrypted with" in message
     assert "a wrong passphrase" not in json.dumps(report)
