@@ -318,7 +318,7 @@ wait_for_lldp() {
 }
 
 lab_up() {
-    local count=$1 i name containers listed releases release
+    local count=$1 i name containers listed releases release caps
     validate_count "$count"
     count=$((10#$count))
     listed=$(node_releases "$count")
@@ -337,8 +337,12 @@ lab_up() {
     podman network create --label "gpufabric.lab=$LAB_NAME" --subnet "$LAB_SUBNET" "$LAB_NAME" >/dev/null
     for ((i = 1; i <= count; i++)); do
         name=$(node_name "$i")
+        # systemd 257 (trixie) starts networkd keeping CAP_SYS_ADMIN across its User= switch; without that
+        # capability in the container's bounding set the unit fails with 217/USER. A real host has it.
+        caps=NET_ADMIN,NET_RAW
+        [[ "${releases[$((i - 1))]}" == trixie ]] && caps+=,SYS_ADMIN
         podman run -d --name "$LAB_NAME-$name" --hostname "$name" --label "gpufabric.lab=$LAB_NAME" \
-            --network "$LAB_NAME" --systemd=always --cap-add NET_ADMIN,NET_RAW --device /dev/net/tun \
+            --network "$LAB_NAME" --systemd=always --cap-add "$caps" --device /dev/net/tun \
             --label "gpufabric.lab.release=${releases[$((i - 1))]}" \
             -v "$STATE_DIR/id_ed25519.pub:/root/.ssh/authorized_keys:ro" "${images[${releases[$((i - 1))]}]}" \
             /sbin/init >/dev/null

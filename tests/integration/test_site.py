@@ -1,7 +1,7 @@
-"""site.yml against a 4-node lab: through ansible-runner (the engine AWX uses) it converges and its second run
-changes nothing; the lab's fabric map shows its two lldpd leaves and the miscabled node04, and scheduler.yml leaves
-node04 out of the Slurm topology; with rolling batches, a host made unreachable in the first batch stops the
-rollout."""
+"""site.yml against a 4-node lab of two Debian 12 and two Debian 13 nodes: through ansible-runner (the engine AWX
+uses) it converges and its second run changes nothing; the lab's fabric map shows its two lldpd leaves and the
+miscabled node04, and scheduler.yml leaves node04 out of the Slurm topology; with rolling batches, a host made
+unreachable in the first batch stops the rollout."""
 
 import json
 import os
@@ -16,7 +16,11 @@ from integration_helpers import LOG_DIR, ROOT, run_logged, tail
 
 LAB = "gpufabric-site-test"
 INVENTORY = ROOT / "inventories" / "lab" / f"{LAB}.yml"
+# A fleet half upgraded: node01 and node02 run Debian 12, node03 and node04 Debian 13, so every role of site.yml
+# converges, and changes nothing the second time, on both releases.
+RELEASES = {"node01": "bookworm", "node02": "bookworm", "node03": "trixie", "node04": "trixie"}
 LAB_ENV = dict(os.environ, GPUFABRIC_LAB_NAME=LAB, GPUFABRIC_LAB_SUBNET="10.231.20.0/24",
+               GPUFABRIC_LAB_RELEASES=" ".join(RELEASES.values()),
                ANSIBLE_CACHE_PLUGIN_CONNECTION=str(ROOT / ".cache" / "facts" / LAB))
 
 
@@ -49,6 +53,11 @@ def test_site_converges_through_ansible_runner_and_second_run_changes_nothing(la
     assert hosts == ["node01", "node02", "node03", "node04"]
     changed = {host: second.stats["changed"].get(host, 0) for host in hosts}
     assert changed == {host: 0 for host in hosts}, tail(output, 80)
+    # Each node runs the release it was given, asked of the node itself.
+    seen = {host: subprocess.run(["podman", "exec", f"{LAB}-{host}", "sed", "-n", "s/^VERSION_CODENAME=//p",
+                                  "/etc/os-release"], capture_output=True, text=True, check=True).stdout.strip()
+            for host in hosts}
+    assert seen == RELEASES
 
 
 def test_lab_fabric_map_shows_the_leaves_and_the_miscabled_node(lab, tmp_path):
