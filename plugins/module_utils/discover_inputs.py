@@ -32,8 +32,8 @@ def play_problems(settings):
             problems.append("discover_report_name: must be a file name without a directory part (the reports are "
                             "<name>.json and <name>.html), got %r" % (value,))
     if "discover_fail_on" in settings and settings["discover_fail_on"] not in FAIL_ON:
-        problems.append("discover_fail_on: must be one of %s, got %r" % (", ".join(FAIL_ON),
-                                                                          settings["discover_fail_on"]))
+        choice = settings["discover_fail_on"]
+        problems.append("discover_fail_on: must be one of %s, got %r" % (", ".join(FAIL_ON), choice))
     if "discover_html_title" in settings and not _is_text(settings["discover_html_title"]):
         problems.append("discover_html_title: must be a string, got %r" % (settings["discover_html_title"],))
     if "discover_max_hosts_drawn" in settings:
