@@ -62,6 +62,9 @@ BAD_INPUTS = {
     "overlapping subnets": ({"bonding_vlans": [{"id": 110, "link": "bond0", "addresses": ["10.110.1.5/16"]},
                                                {"id": 111, "link": "bond0", "addresses": ["10.110.7.5/24"]}]},
                             "bonding_vlans[1] (bond0.111).addresses[0]: 10.110.7.5/24 overlaps"),
+    # The bonding role's rollback-window rule, applied by check_inventory.yml since it runs bonding_problems.
+    "rollback window shorter than the confirmation": ({"bonding_rollback_timeout": 60},
+                                                      "bonding_rollback_timeout (60 s) must be at least"),
     "falling fan curve": ({"cooling_zones": {"gpu": {"sensors": [{"backend": "nvml", "selector": "max"}],
                                                      "curve": [{"temp": 40, "duty": 80}, {"temp": 70, "duty": 50}]}}},
                           "cooling_zones.gpu.curve[1]"),

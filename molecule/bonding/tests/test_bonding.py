@@ -124,3 +124,22 @@ def test_not_activated_backends_keep_a_backup_but_arm_nothing(host):
 def test_ecmp_sysctls_persisted(host):
     conf = host.file("/etc/sysctl.d/90-gpufabric-ecmp.conf").content_string.split()
     assert sorted(conf) == ["net.ipv4.fib_multipath_hash_policy=1", "net.ipv6.fib_multipath_hash_policy=1"]
+
+
+def test_helper_and_the_directory_its_copy_created(host):
+    # /usr/local/libexec is not in Debian's base: the copy that installs the helper creates it (directory_mode).
+    directory = host.file("/usr/local/libexec")
+    assert directory.is_directory and directory.user == "root" and directory.group == "root"
+    assert directory.mode == 0o755
+    helper = host.file("/usr/local/libexec/gpufabric-bonding-activate")
+    assert helper.user == "root" and helper.mode == 0o755
+
+
+def test_backend_packages_installed_without_recommends(host):
+    # NetworkManager recommends ModemManager, wpasupplicant and ppp: not for a GPU server's bonds.
+    if backend(host) == "networkmanager":
+        assert host.package("network-manager").is_installed
+        assert not host.package("modemmanager").is_installed
+        assert not host.package("wpasupplicant").is_installed
+    elif backend(host) == "netplan":
+        assert host.package("netplan.io").is_installed
