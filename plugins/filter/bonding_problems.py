@@ -12,7 +12,7 @@ description:
   - Checks the variables of the C(gpufabric.core.bonding) role on the controller, after their types and choices
     have passed the role's argument specs, and returns one sentence per problem, each naming the variable and the
     item (for example C(bonding_bonds[0] (bond0).lacp_rate)). An empty list means the variables are usable.
-  - "Checked: every rule of M(gpufabric.core.bond_validate) (modes, options per mode, MTU, VLAN ids and parents,
+  - "Checked: every rule of P(gpufabric.core.bond_validate#filter) (modes, options per mode, MTU, VLAN ids and parents,
     interface names, members, addresses, routes, routing rules, overlapping subnets, gateways outside every subnet,
     duplicate default routes), with the role-wide bond defaults (C(bonding_mode), C(bonding_miimon), ...) applied;
     and that C(bonding_rollback_timeout) leaves the controller time to reconnect, verify and confirm (at least
