@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import datetime
 
+from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_crl import DIGESTS, _utc
+
 try:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -18,8 +20,6 @@ try:
     from cryptography.x509.oid import NameOID
 except ImportError:  # the module reports it (swanctl_crl.HAS_CRYPTOGRAPHY)
     pass
-
-DIGESTS = ("sha256", "sha384", "sha512")
 
 
 def new_key():
@@ -54,11 +54,6 @@ def self_signed(key, common_name, valid_days, digest, now):
     return builder.sign(key, getattr(hashes, digest.upper())())
 
 
-def _not_after(certificate):
-    value = getattr(certificate, "not_valid_after_utc", None)
-    return value if value is not None else certificate.not_valid_after.replace(tzinfo=datetime.timezone.utc)
-
-
 def certificate_pem(certificate):
     return certificate.public_bytes(serialization.Encoding.PEM)
 
@@ -73,7 +68,7 @@ def usability_problems(certificate, key, must_outlive_days, now):
         is_ca = False
     if not is_ca:
         problems.append("it is not a CA certificate (no basic constraint CA:TRUE)")
-    not_after = _not_after(certificate)
+    not_after = _utc(certificate, "not_valid_after")
     if not_after < now + datetime.timedelta(days=must_outlive_days):
         problems.append("it ends %s, before a certificate issued now for ipsec_pki_cert_valid_days (%d days) would"
                         % (not_after.isoformat(), must_outlive_days))

@@ -35,7 +35,7 @@ REASONS = {
     "superseded": "superseded",
     "cessation_of_operation": "cessation_of_operation",
 }
-_DIGESTS = ("sha256", "sha384", "sha512")
+DIGESTS = ("sha256", "sha384", "sha512")
 
 
 class CrlError(ValueError):
@@ -177,8 +177,8 @@ def why_update(crl, ca_cert, revocations, refresh_before, now):
 
 def build_crl(ca_cert, ca_key, revocations, previous, valid_for, digest, now):
     """Sign a CRL listing revocations; keeps the revocation dates of entries already in previous."""
-    if digest not in _DIGESTS:
-        raise CrlError("digest must be one of %s" % ", ".join(_DIGESTS))
+    if digest not in DIGESTS:
+        raise CrlError("digest must be one of %s" % ", ".join(DIGESTS))
     dates = {}
     number = 0
     if previous is not None:
