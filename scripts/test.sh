@@ -14,7 +14,10 @@ stage() {
     return "$rc"
 }
 stage setup "$ROOT/scripts/setup.sh"
-stage "lab image" "$ROOT/scripts/lab.sh" image >/dev/null
+# Every release a scenario's platforms or the site test name (see .config/molecule/create.yml).
+for release in bookworm trixie; do
+    stage "lab image $release" env GPUFABRIC_LAB_RELEASE=$release "$ROOT/scripts/lab.sh" image >/dev/null
+done
 # shellcheck source=scripts/env.sh
 source "$ROOT/scripts/env.sh"
 cd "$ROOT"
