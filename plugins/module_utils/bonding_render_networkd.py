@@ -71,6 +71,11 @@ def render_networkd(config, file_prefix="10-gpufabric-"):
 # systemd-networkd logs "<path>:<line>: <message>" for each setting it ignores or rejects while loading files.
 _NETWORKD_FILE_MESSAGE = re.compile(r"^(?P<path>/\S+?\.(?:netdev|network|link)):(?P<line>\d+): (?P<message>.+)$")
 _NETWORKD_FILE_FAILURE = re.compile(r"^(?P<path>/\S+?\.(?:netdev|network|link)): (?P<message>.+)$")
+# A file it cannot read: 252 "Failed to open configuration file 'PATH': REASON", 257 "Failed to open PATH: REASON".
+_NETWORKD_OPEN_FAILURE = re.compile(
+    r"Failed to open (?:configuration file )?'?(?P<path>/\S+?\.(?:netdev|network|link))'?: (?P<message>.+)\Z")
+# At debug level (the only level at which 257 says "Enumeration completed.") 257 confirms each file it loaded.
+_NETWORKD_FILE_LOADED = "Successfully loaded."
 
 
 def networkd_file_problems(log_text, file_names, directory="/etc/systemd/network"):
@@ -84,7 +89,8 @@ def networkd_file_problems(log_text, file_names, directory="/etc/systemd/network
     problems = []
     for line in log_text.replace("\r", "").split("\n"):
         line = line.strip()
-        match = _NETWORKD_FILE_MESSAGE.match(line) or _NETWORKD_FILE_FAILURE.match(line)
-        if match and match.group("path") in wanted:
+        match = (_NETWORKD_FILE_MESSAGE.match(line) or _NETWORKD_FILE_FAILURE.match(line)
+                 or _NETWORKD_OPEN_FAILURE.fullmatch(line))
+        if match and match.group("path") in wanted and match.group("message") != _NETWORKD_FILE_LOADED:
             problems.append(line)
     return problems

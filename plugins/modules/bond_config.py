@@ -240,7 +240,9 @@ NETWORKD_DIR = "/etc/systemd/network"
 NETWORKD_BINARIES = ("/lib/systemd/systemd-networkd", "/usr/lib/systemd/systemd-networkd")
 # Runs inside `unshare --mount --net`: networkd loads a copy of the future configuration directory, logs what
 # it rejects, and can touch nothing of the host: private mounts, an empty network namespace, no D-Bus, and no
-# privileges at all (the systemd-network user without capabilities; parsing needs none).
+# privileges at all (the systemd-network user without capabilities; parsing needs none). Debug level: systemd 257
+# logs "Enumeration completed." only there (252 at info); the staged files are readable by that user, as the
+# installed ones are by the real networkd.
 _NETWORKD_SANDBOX = r"""
 set -e
 mount --make-rprivate /
@@ -250,7 +252,7 @@ chown -R systemd-network:systemd-network /run/systemd/netif
 mount --bind "$1" "$2"
 log=/run/systemd/validate.log
 setpriv --reuid=systemd-network --regid=systemd-network --clear-groups --inh-caps=-all --bounding-set=-all \
-    env SYSTEMD_LOG_TARGET=console SYSTEMD_LOG_LEVEL=info SYSTEMD_LOG_COLOR=0 \
+    env SYSTEMD_LOG_TARGET=console SYSTEMD_LOG_LEVEL=debug SYSTEMD_LOG_COLOR=0 \
     DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent "$3" >"$log" 2>&1 &
 networkd=$!
 # The files are loaded before the links are enumerated: stop as soon as networkd says so (at most 20 s).
@@ -285,8 +287,9 @@ def read_owned(backend, directory, prefix):
     return files
 
 
-def stage_directory(directory, changes, target):
-    """Copy of directory as it will be after the changes, for the validators."""
+def stage_directory(directory, changes, target, mode):
+    """Copy of directory as it will be after the changes (new files with the mode they are installed with), for the
+    validators."""
     if os.path.isdir(directory):
         shutil.copytree(directory, target, symlinks=True, dirs_exist_ok=True)
     else:
@@ -298,7 +301,7 @@ def stage_directory(directory, changes, target):
         else:
             with open(path, "w") as handle:
                 handle.write(change["after"])
-            os.chmod(path, 0o600)
+            os.chmod(path, mode)
 
 
 class Validator:
@@ -330,7 +333,8 @@ class Validator:
             return self.unavailable("netplan is not installed")
         root = tempfile.mkdtemp(prefix="gpufabric-netplan-")
         try:
-            stage_directory(self.directory, changes, os.path.join(root, self.directory.lstrip("/")))
+            stage_directory(self.directory, changes, os.path.join(root, self.directory.lstrip("/")),
+                            BACKEND_DEFAULTS["netplan"]["mode"])
             rc, out, err = self.module.run_command([netplan, "generate", "--root-dir", root])
         finally:
             shutil.rmtree(root, ignore_errors=True)
@@ -347,7 +351,7 @@ class Validator:
             return self.unavailable("systemd-networkd or unshare is not available")
         stage = tempfile.mkdtemp(prefix="gpufabric-networkd-")
         try:
-            stage_directory(self.directory, changes, os.path.join(stage, "network"))
+            stage_directory(self.directory, changes, os.path.join(stage, "network"), BACKEND_DEFAULTS["networkd"]["mode"])
             rc, out, err = self.module.run_command([unshare, "--mount", "--net", "/bin/sh", "-c", _NETWORKD_SANDBOX,
                                                     "sandbox", os.path.join(stage, "network"), NETWORKD_DIR, binary])
             output = out + err

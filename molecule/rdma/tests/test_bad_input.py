@@ -4,7 +4,6 @@ import pytest
 
 from conftest import run_playbook, task_results
 
-HOST = "rdma-node1"
 MODPROBE = "/etc/modprobe.d/gpufabric-rdma.conf"
 
 
@@ -27,10 +26,11 @@ def test_bad_input_fails_before_any_change(host, extra_vars, expected):
         "bad_vars.yml", "-e", extra_vars, "-e", '{"rdma_module_options": {"ib_uverbs": "disable_raw_qp_encap=0"}}'
     )
     assert rc == 2, text[-3000:]
-    stats = report["stats"][HOST]
+    node = host.backend.get_hostname()
+    stats = report["stats"][node]
     assert stats["failures"] == 1
     assert stats["changed"] == 0
-    failed = [result for _name, result in task_results(report, HOST) if result.get("failed")]
+    failed = [result for _name, result in task_results(report, node) if result.get("failed")]
     assert len(failed) == 1
     # A loop task (the per-variable checks) carries the message of each failed item.
     message = " ".join([failed[0]["msg"]] + [item["msg"] for item in failed[0].get("results", []) if item.get("failed")])

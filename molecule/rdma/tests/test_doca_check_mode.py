@@ -8,28 +8,41 @@ import pytest
 
 from conftest import run_playbook, task_results
 
-HOST = "rdma-node1"
-MIRROR = "http://doca-mirror.lab.invalid/doca/2.9.1/debian12/x86_64/"
+# Each node's mirror (molecule.yml): one per Debian release, as DOCA publishes them.
+MIRRORS = {
+    "rdma-node1": "http://doca-mirror.lab.invalid/doca/2.9.1/debian12/x86_64/",
+    "rdma-node2": "http://doca-mirror.lab.invalid/doca/2.9.1/debian13/x86_64/",
+}
 REPO_TASK = "Add the DOCA-OFED repository (deb822 sources, flat repository signed by its key)"
 # Check mode may report these (they would change the host); every other task must report no change.
 DOCA_TASKS = {REPO_TASK, "Create the apt keyrings directory"}
 
 
 @pytest.fixture(scope="module")
-def doca_preview():
+def doca_report():
     rc, report, text = run_playbook("doca_check_mode.yml", "--check", "--diff")
     assert rc == 0, text[-4000:]
-    return task_results(report, HOST)
+    return report
 
 
-def test_repository_rendered_from_inventory_mirror(doca_preview):
+@pytest.fixture(params=sorted(MIRRORS))
+def node(request):
+    return request.param
+
+
+@pytest.fixture
+def doca_preview(doca_report, node):
+    return task_results(doca_report, node)
+
+
+def test_repository_rendered_from_inventory_mirror(doca_preview, node):
     repo = dict(doca_preview)[REPO_TASK]
     assert repo["changed"] is True
     # --diff shows the file check mode did not write.
     diff = repo["diff"][0] if isinstance(repo["diff"], list) else repo["diff"]
     assert diff["before"] == ""  # a new file
     lines = diff["after"].splitlines()
-    assert "URIs: %s" % MIRROR in lines
+    assert "URIs: %s" % MIRRORS[node] in lines
     assert "Suites: ./" in lines
     assert "Types: deb" in lines
     assert "Signed-By: /etc/apt/keyrings/gpufabric-doca.asc" in lines
@@ -45,9 +58,9 @@ def test_unreachable_key_reported_not_fatal_in_check_mode(doca_preview):
     assert fetch["msg"] in report["msg"]
 
 
-def test_package_and_version_announced(doca_preview):
+def test_package_and_version_announced(doca_preview, node):
     message = dict(doca_preview)["Report what check mode cannot install from a repository not yet configured"]["msg"]
-    assert "would install doca-ofed=24.10* from %s" % MIRROR in message
+    assert "would install doca-ofed=24.10* from %s" % MIRRORS[node] in message
     install = dict(doca_preview)["Install the DOCA-OFED package (not reinstalled when the wanted version is present)"]
     assert install.get("skipped") is True
 

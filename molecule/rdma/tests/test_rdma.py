@@ -1,4 +1,4 @@
-"""The inbox RDMA stack and host tuning as the rdma role leaves a lab node (Debian 12 container)."""
+"""The inbox RDMA stack and host tuning as the rdma role leaves the lab nodes (Debian 12 and 13 containers)."""
 
 import json
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_config as bc
@@ -140,3 +141,24 @@ def test_networkd_log_lines_about_our_files():
         "/etc/systemd/network/10-bond.netdev:9: Failed to parse bond lacp rate, ignoring: turbo",
         "/etc/systemd/network/10-bond.netdev:10: Unknown key 'Foo' in section [Bond], ignoring."]
     assert bc.networkd_file_problems(log, ["20-other.network"]) == []
+
+
+@pytest.mark.parametrize("capture", ["networkd-252-sandbox-debug.txt", "networkd-257-sandbox-debug.txt"])
+def test_networkd_sandbox_log_at_debug_level(capture):
+    """The validator's sandbox as systemd 252 (Debian 12) and 257 (Debian 13) print it at debug level: 257 words the
+    parse errors differently, confirms every file it loaded, and says "Enumeration completed." only at that level."""
+    log = data(capture)
+    problems = bc.networkd_file_problems(log, ["10-bond.netdev", "10-bond.network"])
+    assert [line.split(": ", 1)[0] for line in problems] == [
+        "/etc/systemd/network/10-bond.netdev:8", "/etc/systemd/network/10-bond.netdev:9",
+        "/etc/systemd/network/10-bond.netdev:10"]
+    assert "layer9" in problems[0] and "turbo" in problems[1] and "Unknown key 'Foo'" in problems[2]
+    assert "Enumeration completed" in log
+
+
+@pytest.mark.parametrize("capture", ["networkd-252-sandbox-debug.txt", "networkd-257-sandbox-debug.txt"])
+def test_networkd_file_it_cannot_read_is_a_problem(capture):
+    """A file networkd cannot open would be skipped at boot: both releases' wordings are caught."""
+    problems = bc.networkd_file_problems(data(capture), ["20-secret.network"])
+    assert len(problems) == 1 and "/etc/systemd/network/20-secret.network" in problems[0]
+    assert problems[0].endswith("Permission denied")
