@@ -357,3 +357,19 @@ def test_ca_key_encrypted_with_a_passphrase_from_vault():
     assert rc != 0
     assert "ipsec_pki_ca_passphrase must be the passphrase it is encrypted with" in " ".join(output.split())
     assert (encrypted / "ca.key").read_bytes() == before
+
+
+def test_required_ml_kem_is_refused_on_debian13_before_strongswan_is_installed():
+    """Last (it removes charon there): on a Debian 13 host without charon the version apt would install (6.0.1) is
+    the estimate, and a required ML-KEM is refused on it, naming the variable, before anything is installed."""
+    node_exec("ipsec-node2", "DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq charon-systemd >/dev/null 2>&1")
+    assert "installed" != node_exec("ipsec-node2", "dpkg-query -W -f='${db:Status-Status}' charon-systemd")
+    rc, output = run_role(str(SCENARIO / "converge.yml"), "-e", "ipsec_pq_kex=mlkem768", expect_success=False)
+    assert rc != 0
+    words = " ".join(output.replace("\\", " ").split())
+    assert ("ipsec_pq_kex is mlkem768 (ML-KEM post-quantum key exchange, required), which needs strongSwan 6.1 or "
+            "later as Debian packages it; ipsec-node2 has (or would install) 6.0.1 and no running charon to ask."
+            in words), output[-4000:]
+    assert re.search(r"ipsec-node2\s+: ok=\d+\s+changed=0\s+unreachable=0\s+failed=1", output), output[-3000:]
+    # Nothing was installed: the role stopped in its preflight.
+    assert "installed" != node_exec("ipsec-node2", "dpkg-query -W -f='${db:Status-Status}' charon-systemd")
