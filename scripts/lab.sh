@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gpufabric container lab: Debian 12 and/or Debian 13 nodes with systemd and sshd under Podman, on a network of
+# The gpufabric container lab: Debian 12, 13 and/or testing (forky) nodes with systemd and sshd under Podman, on a network of
 # their own, reachable over SSH with a key the lab generates. Everything the lab creates carries the label
 # gpufabric.lab=<lab name>, so `down` removes exactly that and nothing else.
 #
@@ -8,10 +8,10 @@
 #   scripts/lab.sh image      build (or reuse) the image of GPUFABRIC_LAB_RELEASE only; prints its name
 #   scripts/lab.sh host-setup install podman, runc and debootstrap when missing and write the Podman config
 #
-# Releases: one recipe builds both, the release is a parameter. GPUFABRIC_LAB_RELEASE (bookworm or trixie; debian12
-# and debian13 are accepted as aliases; default bookworm) is the release of every node, or GPUFABRIC_LAB_RELEASES
-# names one release per node ("bookworm bookworm trixie trixie"), so a lab can mix releases as a fleet being
-# upgraded does. The image tag is RELEASE-HASH (the hash of the recipe and the release); RELEASE names the newest
+# Releases: one recipe builds every release, the release is a parameter. GPUFABRIC_LAB_RELEASE (bookworm, trixie or
+# forky, Debian testing; debian12, debian13 and debian14 are accepted as aliases; default bookworm) is the release of
+# every node, or GPUFABRIC_LAB_RELEASES names one release per node ("bookworm bookworm trixie forky"), so a lab can
+# mix releases as a fleet being upgraded does. The image tag is RELEASE-HASH (the hash of the recipe and the release); RELEASE names the newest
 # build of each, and :latest stays the bookworm one that Molecule scenarios start by default.
 # GPUFABRIC_LAB_PRUNE=0 keeps the images of older recipes (by default a new build removes those of its release).
 set -Eeuo pipefail
@@ -28,7 +28,9 @@ INVENTORY=$ROOT/inventories/lab/$LAB_NAME.yml
 # from an earlier lab never describe this one. Commands run against a lab export ANSIBLE_CACHE_PLUGIN_CONNECTION.
 FACT_CACHE=$ROOT/.cache/facts/$LAB_NAME
 IMAGE_REPO=localhost/gpufabric-lab
-LAB_RELEASES_KNOWN=(bookworm trixie)
+DEBOOTSTRAP_SCRIPTS=/usr/share/debootstrap/scripts
+DEBOOTSTRAP_FALLBACK_SCRIPT=sid
+LAB_RELEASES_KNOWN=(bookworm trixie forky)
 # The release :latest names: the one every scenario and helper used before Debian 13 joined.
 LAB_DEFAULT_RELEASE=bookworm
 PODMAN_CONF=/etc/containers/containers.conf.d/50-gpufabric-lab.conf
@@ -74,7 +76,8 @@ release_name() {
     case "$1" in
         bookworm | debian12 | 12) echo bookworm ;;
         trixie | debian13 | 13) echo trixie ;;
-        *) die "release must be one of ${LAB_RELEASES_KNOWN[*]} (or debian12, debian13), got '$1'" ;;
+        forky | debian14 | 14) echo forky ;;
+        *) die "release must be one of ${LAB_RELEASES_KNOWN[*]} (or debian12, debian13, debian14), got '$1'" ;;
     esac
 }
 
@@ -88,9 +91,32 @@ host_release() {
 
 image_tag() {
     local release=$1
-    # The recipe: this file's image section, the package list, the mirror and the release.
-    { sed -n '/^build_image()/,/^}/p' "${BASH_SOURCE[0]}"; echo "$IMAGE_PACKAGES"; debian_mirror; echo "$release"; } |
+    # The recipe: this file's image section, the package list, the mirror and the release (and, only for a release
+    # the host's debootstrap has no script for, the script it runs instead, so the other releases keep their tags).
+    { sed -n '/^build_image()/,/^}/p' "${BASH_SOURCE[0]}"; echo "$IMAGE_PACKAGES"; debian_mirror; echo "$release"
+        [[ -e "$DEBOOTSTRAP_SCRIPTS/$release" ]] || echo "debootstrap script: $DEBOOTSTRAP_FALLBACK_SCRIPT"; } |
         sha256sum | cut -c1-12 | sed "s/^/$release-/"
+}
+
+# A debootstrap older than a release (bookworm's has no forky script) bootstraps it with its sid script, which is
+# what its own testing and trixie scripts are: a copy of debootstrap's data directory that adds that one name.
+# Prints the directory to export as DEBOOTSTRAP_DIR, or nothing when the host's debootstrap knows the release.
+debootstrap_dir_for() {
+    local release=$1 dir entry
+    [[ ! -e "$DEBOOTSTRAP_SCRIPTS/$release" ]] || return 0
+    [[ -e "$DEBOOTSTRAP_SCRIPTS/$DEBOOTSTRAP_FALLBACK_SCRIPT" ]] ||
+        die "debootstrap has neither a $release nor a $DEBOOTSTRAP_FALLBACK_SCRIPT script"
+    # One fixed directory per release: a build that died left only symlinks there, replaced here.
+    dir=/var/tmp/gpufabric-debootstrap-$release
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    for entry in "$(dirname "$DEBOOTSTRAP_SCRIPTS")"/*; do
+        [[ "$entry" == "$DEBOOTSTRAP_SCRIPTS" ]] || ln -s "$entry" "$dir/"
+    done
+    mkdir "$dir/scripts"
+    for entry in "$DEBOOTSTRAP_SCRIPTS"/*; do ln -s "$entry" "$dir/scripts/"; done
+    ln -s "$DEBOOTSTRAP_FALLBACK_SCRIPT" "$dir/scripts/$release"
+    echo "$dir"
 }
 
 build_image() {
@@ -155,7 +181,15 @@ ensure_image() {
     if podman image exists "$IMAGE_REPO:$tag"; then
         log "reusing cached image $IMAGE_REPO:$tag"
     else
-        build_image "$release" "$tag"
+        local bootstrap_dir
+        bootstrap_dir=$(debootstrap_dir_for "$release")
+        if [[ -n "$bootstrap_dir" ]]; then
+            log "debootstrap has no $release script: using its $DEBOOTSTRAP_FALLBACK_SCRIPT script"
+            DEBOOTSTRAP_DIR=$bootstrap_dir build_image "$release" "$tag"
+            rm -rf "$bootstrap_dir"
+        else
+            build_image "$release" "$tag"
+        fi
         # Images of older recipes of this release are of no further use; one still used by a container stays.
         # Tags of other releases are never touched; before releases were part of the tag (a bare hash) there
         # was only bookworm.
@@ -266,12 +300,29 @@ wait_for_ssh() {
 # swapped, so that the fabric map has a miscabled host to show. The leaves carry the lab's label: `down` removes them.
 LAB_LEAVES=(leaf-a leaf-b)
 
+# What a container of a release needs to boot here: sets run_options (podman run options) and run_command.
+# systemd 257 (trixie) and later start networkd keeping CAP_SYS_ADMIN across its User= switch; without that
+# capability in the container's bounding set the unit fails with 217/USER. systemd 258 and later (forky has 262) run
+# only on cgroup v2 and this host mounts v1: a forky container gets its own cgroup namespace, whose v2 root is the
+# container's own cgroup, mounted at /sys/fs/cgroup before init. A real host has both.
+release_start() {
+    local release=$1
+    run_options=(--cap-add NET_ADMIN --cap-add NET_RAW)
+    run_command=(/sbin/init)
+    [[ "$release" == bookworm ]] || run_options+=(--cap-add SYS_ADMIN)
+    if [[ "$release" == forky ]]; then
+        run_options+=(--cgroupns=private)
+        run_command=(/bin/sh -c 'umount -R /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec /sbin/init')
+    fi
+}
+
 start_leaves() {
-    local image=$1 leaf
+    local image=$1 release=$2 leaf run_options run_command
+    release_start "$release"
     for leaf in "${LAB_LEAVES[@]}"; do
         podman run -d --name "$LAB_NAME-$leaf" --hostname "$leaf" --label "gpufabric.lab=$LAB_NAME" \
-            --label "gpufabric.lab.role=leaf" --network "$LAB_NAME" --systemd=always --cap-add NET_ADMIN,NET_RAW \
-            "$image" /sbin/init >/dev/null
+            --label "gpufabric.lab.role=leaf" --network "$LAB_NAME" --systemd=always "${run_options[@]}" \
+            "$image" "${run_command[@]}" >/dev/null
     done
 }
 
@@ -318,7 +369,7 @@ wait_for_lldp() {
 }
 
 lab_up() {
-    local count=$1 i name containers listed releases release caps
+    local count=$1 i name containers listed releases release run_options run_command
     validate_count "$count"
     count=$((10#$count))
     listed=$(node_releases "$count")
@@ -337,18 +388,15 @@ lab_up() {
     podman network create --label "gpufabric.lab=$LAB_NAME" --subnet "$LAB_SUBNET" "$LAB_NAME" >/dev/null
     for ((i = 1; i <= count; i++)); do
         name=$(node_name "$i")
-        # systemd 257 (trixie) starts networkd keeping CAP_SYS_ADMIN across its User= switch; without that
-        # capability in the container's bounding set the unit fails with 217/USER. A real host has it.
-        caps=NET_ADMIN,NET_RAW
-        [[ "${releases[$((i - 1))]}" == trixie ]] && caps+=,SYS_ADMIN
+        release_start "${releases[$((i - 1))]}"
         podman run -d --name "$LAB_NAME-$name" --hostname "$name" --label "gpufabric.lab=$LAB_NAME" \
-            --network "$LAB_NAME" --systemd=always --cap-add "$caps" --device /dev/net/tun \
+            --network "$LAB_NAME" --systemd=always "${run_options[@]}" --device /dev/net/tun \
             --label "gpufabric.lab.release=${releases[$((i - 1))]}" \
             -v "$STATE_DIR/id_ed25519.pub:/root/.ssh/authorized_keys:ro" "${images[${releases[$((i - 1))]}]}" \
-            /sbin/init >/dev/null
+            "${run_command[@]}" >/dev/null
     done
     # The leaves run the first node's release: only lldpd runs there.
-    start_leaves "${images[${releases[0]}]}"
+    start_leaves "${images[${releases[0]}]}" "${releases[0]}"
     cable_fabric "$count"
     # Each node's "storage VLAN" address, on lo since the kernel has no 802.1Q: IPsec tunnels carry it
     # (userspace ESP cannot tunnel traffic to the IKE peer's own address).

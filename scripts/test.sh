@@ -15,7 +15,7 @@ stage() {
 }
 stage setup "$ROOT/scripts/setup.sh"
 # Every release a scenario's platforms or the site test name (see .config/molecule/create.yml).
-for release in bookworm trixie; do
+for release in bookworm trixie forky; do
     stage "lab image $release" env GPUFABRIC_LAB_RELEASE=$release "$ROOT/scripts/lab.sh" image >/dev/null
 done
 # shellcheck source=scripts/env.sh

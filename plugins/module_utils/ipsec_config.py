@@ -14,7 +14,7 @@ import os
 import re
 
 from ansible_collections.gpufabric.core.plugins.module_utils.file_transaction import write_atomically
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import quote_value
+from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import KEY_EXCHANGE, quote_value
 
 HEADER = "# Managed by gpufabric.core.ipsec_config: local edits are replaced on the next run.\n"
 
@@ -52,6 +52,25 @@ def effective_ike_proposals(proposals, pq_kex, algorithms):
             "(or an openssl plugin built with ML-KEM) is needed; Debian 13's 6.0.1 packages have neither. Or set "
             "ipsec_pq_kex to none." % (pq_kex, name))
     return ["%s-ke1_%s" % (p, pq_kex) for p in proposals], None
+
+
+def effective_esp_proposals(proposals, pq_kex, algorithms):
+    """The ESP proposals with the same ML-KEM additional key exchange as the IKE ones, on CHILD SA rekeys.
+
+    Only a proposal with a classical key exchange (PFS) gets it: ML-KEM is added on top, never alone. The first CHILD
+    SA takes its keys from the IKE SA (hybrid already); a rekey then runs the classical and the ML-KEM exchange. The
+    problem (ML-KEM missing) is effective_ike_proposals', which refuses first.
+    """
+    with_ke = [p for p in proposals if any(token in KEY_EXCHANGE for token in p.split("-"))]
+    if pq_kex == "none" or not with_ke:
+        return list(proposals)
+    effective, problem = effective_ike_proposals(with_ke, pq_kex, algorithms)
+    if problem or effective == with_ke:
+        return list(proposals)
+    added = [p for p in effective if p not in with_ke]
+    if pq_kex == "auto":
+        return added + list(proposals)
+    return added + [p for p in proposals if p not in with_ke]
 
 
 def value(item):

@@ -37,9 +37,10 @@ options:
     required: true
   pq_kex:
     description:
-      - Post-quantum ML-KEM additional key exchange appended to every IKE proposal (RFC 9370). C(auto) uses
-        ML-KEM-768 when C(swanctl --list-algs) offers it and keeps the classical proposals as the fallback; an
-        explicit one that strongSwan does not offer fails before any file is written.
+      - Post-quantum ML-KEM additional key exchange appended to every IKE proposal (RFC 9370), and to every ESP
+        proposal that has a classical key exchange (CHILD SA rekeys). C(auto) uses ML-KEM-768 when
+        C(swanctl --list-algs) offers it and keeps the classical proposals as the fallback; an explicit one that
+        strongSwan does not offer fails before any file is written.
     type: str
     choices: [none, auto, mlkem512, mlkem768, mlkem1024]
     default: none
@@ -137,6 +138,12 @@ ike_proposals:
   type: list
   elements: str
   returned: always
+esp_proposals:
+  description: The ESP proposals written (with ML-KEM where O(pq_kex) added it to a proposal with PFS).
+  type: list
+  elements: str
+  returned: always
+  sample: [aes256gcm16-ecp384-ke1_mlkem768, aes256gcm16-ecp384]
 roce_warnings:
   description: One line per entry of RV(roce_unencrypted), as also issued as a warning.
   type: list
@@ -157,6 +164,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_config import
     RESTART,
     apply,
     diffs,
+    effective_esp_proposals,
     effective_ike_proposals,
     plan,
     read_current,
@@ -208,6 +216,7 @@ def main():
         if rc != 0 and not module.check_mode:
             module.fail_json(msg="swanctl --list-algs failed (%d): %s" % (rc, (err or out).strip()))
         algorithms = out if rc == 0 else None
+    settings["esp_proposals"] = effective_esp_proposals(settings["esp_proposals"], params["pq_kex"], algorithms)
     settings["ike_proposals"], problem = effective_ike_proposals(settings["ike_proposals"], params["pq_kex"],
                                                                  algorithms)
     if problem:
@@ -242,7 +251,8 @@ def main():
     for entry in unencrypted:
         module.warn(roce_warning(entry))
     result = dict(changed=bool(change["changed"]), changed_files=change["changed"], restart=change["restart"],
-                  load=change["load"], ike_proposals=settings["ike_proposals"], roce_unencrypted=unencrypted,
+                  load=change["load"], ike_proposals=settings["ike_proposals"],
+                  esp_proposals=settings["esp_proposals"], roce_unencrypted=unencrypted,
                   roce_warnings=[roce_warning(entry) for entry in unencrypted], rdma_devices=sorted(devices))
     if module._diff:
         result["diff"] = diffs(desired, current, change["changed"])

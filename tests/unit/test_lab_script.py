@@ -29,13 +29,13 @@ def run(*args, **env):
 
 @pytest.mark.parametrize("args, env, message", [
     (("up", "2"), {"GPUFABRIC_LAB_RELEASE": "sid"},
-     "release must be one of bookworm trixie (or debian12, debian13), got 'sid'"),
+     "release must be one of bookworm trixie forky (or debian12, debian13, debian14), got 'sid'"),
     (("up", "3"), {"GPUFABRIC_LAB_RELEASES": "bookworm trixie"},
      "GPUFABRIC_LAB_RELEASES names 2 release(s) for 3 node(s): give one per node"),
-    (("up", "2"), {"GPUFABRIC_LAB_RELEASES": "debian12 debian14"},
-     "release must be one of bookworm trixie (or debian12, debian13), got 'debian14'"),
+    (("up", "2"), {"GPUFABRIC_LAB_RELEASES": "debian12 debian15"},
+     "release must be one of bookworm trixie forky (or debian12, debian13, debian14), got 'debian15'"),
     (("image",), {"GPUFABRIC_LAB_RELEASE": "buster"},
-     "release must be one of bookworm trixie (or debian12, debian13), got 'buster'"),
+     "release must be one of bookworm trixie forky (or debian12, debian13, debian14), got 'buster'"),
 ])
 def test_a_bad_release_is_named_before_anything_starts(args, env, message):
     result = run(*args, **env)

@@ -1,4 +1,5 @@
-"""The ipsec role on three lab nodes: full mesh up, traffic through the tunnels, impostor refused, rotation.
+"""The ipsec role on four lab nodes of three Debian releases: full mesh up, traffic through the tunnels, ML-KEM-768
+hybrid between the two forky nodes and classical everywhere else (and reported so), impostor refused, rotation.
 
 Per-node checks use testinfra hosts on the podman backend (the scenario's inventory reaches the nodes over SSH with
 an address looked up at run time, which testinfra's ansible backend cannot template). Scenario-level checks run once,
@@ -25,8 +26,10 @@ from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import (  #
     parse_list_sas,
 )
 
-NODES = ["ipsec-node1", "ipsec-node2", "ipsec-node3"]
-TUNNEL_ADDRESS = {"ipsec-node1": "10.77.0.1", "ipsec-node2": "10.77.0.2", "ipsec-node3": "10.77.0.3"}
+NODES = ["ipsec-node1", "ipsec-node2", "ipsec-node3", "ipsec-node4"]
+TUNNEL_ADDRESS = {node: "10.77.0.%d" % (index + 1) for index, node in enumerate(NODES)}
+# strongSwan 6.1.0 (Debian testing, forky) lists ML-KEM; node1 has 5.9.8 (Debian 12), node2 6.0.1 (Debian 13).
+ML_KEM_NODES = {"ipsec-node3", "ipsec-node4"}
 EPHEMERAL = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", ""))
 PKI = EPHEMERAL / "pki"
 
@@ -64,6 +67,13 @@ def run_role(*extra, expect_success=True):
     if expect_success:
         assert result.returncode == 0, output[-6000:]
     return result.returncode, output
+
+
+def keep_capture(name, text):
+    """Keep a real output in Molecule's ephemeral folder, for tests/fixtures/strongswan (each with its source line)."""
+    folder = EPHEMERAL / "captures"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(text)
 
 
 def key_body_lines(pem):
@@ -106,7 +116,8 @@ def test_certificate_names_and_issuer(node):
     text = node.check_output("openssl x509 -noout -text -in /etc/swanctl/x509/gpufabric.crt")
     assert "DNS:%s" % name in text
     assert re.search(r"IP Address:\d+\.\d+\.\d+\.\d+", text)
-    assert "Issuer: CN = gpufabric IPsec CA" in text
+    # OpenSSL 3.6 (forky) prints the issuer without the spaces 3.0 and 3.5 put around "=".
+    assert re.search(r"Issuer: CN ?= ?gpufabric IPsec CA\n", text)
     assert node.file("/etc/swanctl/x509crl/gpufabric.crl").exists
 
 
@@ -146,29 +157,78 @@ def test_ca_stays_on_the_controller():
     assert oct((PKI / "ca.key").stat().st_mode & 0o777) == "0o600"
     assert oct(PKI.stat().st_mode & 0o777) == "0o700"
     # One certificate per host so far: the idempotence run issued none.
-    assert sorted(len(list((PKI / "issued" / node).glob("*.pem"))) for node in NODES) == [1, 1, 1]
+    assert sorted(len(list((PKI / "issued" / node).glob("*.pem"))) for node in NODES) == [1] * len(NODES)
 
 
-def test_verify_reports_no_roce_rail_in_a_container():
-    """RoCE bypasses kernel IPsec; containers have no RDMA device, so the role reports none (and says why)."""
+def test_forky_pair_is_hybrid_ml_kem_768_and_every_other_pair_classical():
+    """ipsec_pq_kex auto: ECP-384 then ML-KEM-768 (RFC 9370 KE1) between the two 6.1 nodes, on the IKE SA and, after
+    a CHILD SA rekey (PFS), on the CHILD SA too; every pair with the 5.9 or the 6.0.1 node is ECP-384 alone."""
+    for node in NODES:
+        for sa in sas_of(node):
+            peer = sa["name"][len("gf-"):]
+            if {node, peer} <= ML_KEM_NODES:
+                assert sa["algorithms"] == ["AES_GCM_16-256", "PRF_HMAC_SHA2_384", "ECP_384", "KE1_ML_KEM_768"], sa
+                assert sa["key_exchanges"] == ["ECP_384", "ML_KEM_768"] and sa["post_quantum"] is True
+            else:
+                assert sa["key_exchanges"] == ["ECP_384"] and sa["post_quantum"] is False, (node, sa)
+    for node in ("ipsec-node1", "ipsec-node2", "ipsec-node3"):
+        keep_capture("%s-list-sas.txt" % node, node_exec(node, "swanctl --list-sas --noblock 2>/dev/null"))
+        keep_capture("%s-versions.txt" % node, node_exec(
+            node, "dpkg-query -W charon-systemd 'libssl3*' systemd; uname -r; date -u +%F"))
+    keep_capture("ipsec-node3-list-algs.txt", node_exec("ipsec-node3", "swanctl --list-algs 2>/dev/null"))
+    keep_capture("ipsec-node3-conf.txt", node_exec("ipsec-node3", "cat /etc/swanctl/conf.d/gpufabric.conf"))
+    before = [c for sa in sas_of("ipsec-node3") if sa["name"] == "gf-ipsec-node4" for c in sa["children"]
+              if c["state"] == "INSTALLED"][0]
+    node_exec("ipsec-node3", "swanctl --rekey --child gf-ipsec-node4")
+    for _ in range(40):
+        children = [c for sa in sas_of("ipsec-node3") if sa["name"] == "gf-ipsec-node4" for c in sa["children"]
+                    if c["state"] == "INSTALLED" and c["spi_in"] != before["spi_in"]]
+        if children:
+            break
+        subprocess.run(["sleep", "0.5"], check=True)
+    assert children, sas_of("ipsec-node3")
+    keep_capture("ipsec-node3-list-sas-node4-child-rekeyed.txt",
+                 node_exec("ipsec-node3", "swanctl --list-sas --ike gf-ipsec-node4 --noblock 2>/dev/null"))
+    # The rekeyed CHILD SA lists its own exchanges: the PFS group of the ESP proposal and ML-KEM-768 on top.
+    assert children[0]["algorithms"] == ["AES_GCM_16-256", "ECP_384", "KE1_ML_KEM_768"], children[0]
+    assert children[0]["key_exchanges"] == ["ECP_384", "ML_KEM_768"]
+
+
+def test_verify_reports_classical_sas_and_no_roce_rail_in_a_container():
+    """Each host's verify output names its classical SAs and each SA's key exchanges. RoCE bypasses kernel IPsec;
+    containers have no RDMA device, so the role reports none (and says why)."""
     rc, output = run_role(str(SCENARIO / "converge.yml"), "--tags", "ipsec_verify")
     words = " ".join(output.replace("\\", " ").split())
     for node in NODES:
         assert "none: RoCE bypasses kernel IPsec on no rail of %s (no RDMA device)" % node in words, output[-3000:]
+        classical = [peer for peer in NODES if peer != node and not {node, peer} <= ML_KEM_NODES]
+        assert "%s: classical key exchange only (no ML-KEM)" % ", ".join(classical) in words, output[-3000:]
+        for peer in classical:
+            assert "%s INSTALLED AES_GCM_16-256 ECP_384" % peer in words
+    assert "ipsec-node4 INSTALLED AES_GCM_16-256 ECP_384+ML_KEM_768" in words, output[-3000:]
+    assert "ipsec-node3 INSTALLED AES_GCM_16-256 ECP_384+ML_KEM_768" in words
     assert "bypasses kernel IPsec: not encrypted" not in words
 
 
-def test_ml_kem_on_strongswan_5_stops_every_node_before_anything_changes():
-    """Debian 12 has strongSwan 5.9: a required ML-KEM stops each node in its host check, naming the variable and the
-    version, before the CA or any node is touched."""
+def test_required_ml_kem_refuses_the_5_9_and_6_0_1_hosts_and_stops_every_node_before_anything_changes():
+    """A required ML-KEM-768: the running 5.9.8 (Debian 12) and 6.0.1 (Debian 13) are refused by what their own
+    swanctl --list-algs lists (no ML_KEM_768; 6.0.1 parses ke1_mlkem768 but has no algorithm), each named with the
+    variable; the forky nodes, which can do it, stop too, naming both, since their pairs with those hosts could not
+    come up. Nothing changes on any node or on the CA."""
     before = {node: node_exec(node, "sha256sum /etc/swanctl/conf.d/gpufabric.conf") for node in NODES}
     issued = sorted((PKI / "issued").rglob("*.pem"))
     rc, output = run_role(str(SCENARIO / "converge.yml"), "-e", "ipsec_pq_kex=mlkem768", expect_success=False)
     assert rc != 0
-    words = " ".join(output.split())
+    words = " ".join(output.replace("\\", " ").split())
+    for node, version in (("ipsec-node1", "5.9.8"), ("ipsec-node2", "6.0.1")):
+        assert ("ipsec_pq_kex is mlkem768 (ML-KEM post-quantum key exchange, required) but the strongSwan %s "
+                "running on %s lists no ML_KEM_768 in swanctl --list-algs (it lists no ML-KEM;" % (version, node)
+                in words), output[-4000:]
+    assert ("ipsec_pq_kex is mlkem768 (ML-KEM required on every pair) but ipsec-node1, ipsec-node2 in mesh group "
+            "ipsec cannot do it (the reason is in each one's own failure); nothing was changed.") in words
+    for node in sorted(ML_KEM_NODES):
+        assert [line for line in output.splitlines() if line.startswith("fatal: [%s]" % node)], output[-4000:]
     for node in NODES:
-        assert ("ipsec_pq_kex is mlkem768 (ML-KEM post-quantum key exchange), which needs strongSwan 6.0 or later; "
-                "%s has (or would install) 5.9" % node) in words, output[-4000:]
         assert re.search(r"%s\s+: ok=\d+\s+changed=0\s+unreachable=0\s+failed=1" % node, output), output[-3000:]
     assert "Keep the CA, its certificate and its CRL on the controller" not in output
     assert {node: node_exec(node, "sha256sum /etc/swanctl/conf.d/gpufabric.conf") for node in NODES} == before
@@ -297,3 +357,19 @@ def test_ca_key_encrypted_with_a_passphrase_from_vault():
     assert rc != 0
     assert "ipsec_pki_ca_passphrase must be the passphrase it is encrypted with" in " ".join(output.split())
     assert (encrypted / "ca.key").read_bytes() == before
+
+
+def test_required_ml_kem_is_refused_on_debian13_before_strongswan_is_installed():
+    """Last (it removes charon there): on a Debian 13 host without charon the version apt would install (6.0.1) is
+    the estimate, and a required ML-KEM is refused on it, naming the variable, before anything is installed."""
+    node_exec("ipsec-node2", "DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq charon-systemd >/dev/null 2>&1")
+    assert "installed" != node_exec("ipsec-node2", "dpkg-query -W -f='${db:Status-Status}' charon-systemd")
+    rc, output = run_role(str(SCENARIO / "converge.yml"), "-e", "ipsec_pq_kex=mlkem768", expect_success=False)
+    assert rc != 0
+    words = " ".join(output.replace("\\", " ").split())
+    assert ("ipsec_pq_kex is mlkem768 (ML-KEM post-quantum key exchange, required), which needs strongSwan 6.1 or "
+            "later as Debian packages it; ipsec-node2 has (or would install) 6.0.1 and no running charon to ask."
+            in words), output[-4000:]
+    assert re.search(r"ipsec-node2\s+: ok=\d+\s+changed=0\s+unreachable=0\s+failed=1", output), output[-3000:]
+    # Nothing was installed: the role stopped in its preflight.
+    assert "installed" != node_exec("ipsec-node2", "dpkg-query -W -f='${db:Status-Status}' charon-systemd")
