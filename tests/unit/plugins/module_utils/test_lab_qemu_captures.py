@@ -19,6 +19,8 @@ from fixture_data import fixture_names, read_fixture
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
 from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import parse_ibstat
 from ansible_collections.gpufabric.core.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo, roce_v2_gid_index
+from ansible_collections.gpufabric.core.plugins.module_utils import bandwidth
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import derive as nccl_derive
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import port_gid_index
 from ansible_collections.gpufabric.core.plugins.module_utils.perftest import parse_perftest
 from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import parse_list_sas
@@ -363,3 +365,61 @@ def test_ib_write_bw_over_the_vlan_gid_with_an_unmeasurable_clock_is_flagged():
     # Zeros, with perftest's reason before its title: the cycle counter gave no usable clock on a loaded host.
     assert run["bw_avg_gbps_max"] == 0.0
     assert run["warnings"] == ["Correlation coefficient r^2: 0.798944 < 0.9"]
+
+
+# The paths for hosts without GPUs (the rdma_kernel scenario's VMs, storage nodes): rails from the RDMA devices
+# for perftest, NCCL_IB_HCA from every ACTIVE port, on the same real captures of vm01's rail 0.
+
+def test_gpu_less_host_has_no_gpu_rail_and_the_reason_names_the_rdma_only_path():
+    topology = _vlan_rail_topology()
+    assert topology["rails"] == []
+    reason = bandwidth.rdma_unavailable_reason(topology)
+    assert "no rails in the topology facts" in reason and "rails_from=rdma_devices" in reason
+    assert bandwidth.rdma_unavailable_reason(topology, "rdma_devices") is None
+
+
+def test_perftest_rails_from_rdma_devices_run_on_the_vlan_gid():
+    topology = _vlan_rail_topology()
+    [test] = bandwidth.plan_rail_tests(topology, topology, 18515, rails_from="rdma_devices")
+    assert (test["rail"], test["device"], test["peer_device"], test["ib_port"]) == (0, "rxe0", "rxe0", 1)
+    assert (test["netdev"], test["link_layer"], test["port"]) == ("ens4", "Ethernet", 18515)
+    # The VLAN's GID (2), as NCCL is given, not the untagged address's (1) that roce_v2_gid_index names.
+    assert test["gid_index"] == 2 and topology["rdma"]["devices"][0]["ports"][0]["roce_v2_gid_index"] == 1
+    argv = bandwidth.perftest_argv("ib_write_bw", test, 5, server="192.168.40.2")
+    assert argv[argv.index("-x") + 1] == "2" and argv[argv.index("-d") + 1] == "rxe0"
+    with pytest.raises(bandwidth.BandwidthError, match="rails 1 are not present on both hosts"):
+        bandwidth.plan_rail_tests(topology, topology, 18515, rails=[1], rails_from="rdma_devices")
+
+
+def test_perftest_rails_from_rdma_devices_skip_a_device_without_an_active_port():
+    topology = _vlan_rail_topology()
+    # Edited from the capture: the port DOWN, as with the cable pulled.
+    topology["rdma"]["devices"][0]["ports"][0]["state"] = "DOWN"
+    assert bandwidth.rdma_device_rails(topology) == []
+    assert bandwidth.rdma_unavailable_reason(topology, "rdma_devices") == \
+        "no RDMA device with an ACTIVE port in the topology facts"
+    with pytest.raises(bandwidth.BandwidthError, match="rails_from must be one of gpus, rdma_devices"):
+        bandwidth.sweep_rails(topology, "nics")
+
+
+def test_nccl_without_gpu_topology_refuses_gpu_affine_and_lists_every_active_port_with_all_active():
+    topology = _vlan_rail_topology()
+    refused = nccl_derive(topology, {"default_interface": "ens3"})
+    assert "NCCL_IB_HCA" not in refused["variables"]
+    assert [finding["severity"] for finding in refused["findings"]] == ["error"]
+    assert "no GPU topology" in refused["findings"][0]["message"]
+    derived = nccl_derive(topology, {"default_interface": "ens3", "hca_selection": "all_active"})
+    assert derived["hca"] == ["rxe0:1"] and derived["link_layer"] == "Ethernet"
+    assert derived["variables"]["NCCL_IB_HCA"] == "=rxe0:1"
+    assert derived["variables"]["NCCL_IB_GID_INDEX"] == "2"
+    # No GPU, no GPU-NIC distance: the GPUDirect level is left to NCCL.
+    assert "NCCL_NET_GDR_LEVEL" not in derived["variables"]
+    assert derived["findings"] == []
+
+
+def test_nccl_all_active_without_an_active_port_is_an_error():
+    topology = _vlan_rail_topology()
+    topology["rdma"]["devices"][0]["ports"][0]["state"] = "DOWN"  # edited: the cable pulled
+    derived = nccl_derive(topology, {"default_interface": "ens3", "hca_selection": "all_active"})
+    assert "NCCL_IB_HCA" not in derived["variables"]
+    assert "none has an ACTIVE port" in derived["findings"][0]["message"]
