@@ -48,6 +48,13 @@ VLAN_RAILS = ("lab-qemu-ibv_devinfo-v-rxe0-vlan.txt", "lab-qemu-sysfs-gids-rxe0-
               "lab-qemu-modinfo-p-ib_core.txt", "lab-qemu-ib_write_bw-rxe0-vlan-client.txt")
 
 
+# The rdma_kernel scenario after the rdma role and the module reload: ib_core's parameters as the kernel holds them,
+# and rail 0 of the verify role's perftest sweep (the command lines bandwidth_client/bandwidth_server built).
+SYS_MODULE_IB_CORE = "lab-qemu-sys-module-ib_core-parameters.txt"
+ROLE_SWEEP = {"client": "lab-qemu-ib_write_bw-rxe0-bidir-module-client.txt",
+              "server": "lab-qemu-ib_write_bw-rxe0-bidir-module-server.txt"}
+
+
 def _read(name):
     return read_fixture("%s/%s" % (FOLDER, name))
 
@@ -64,7 +71,7 @@ def test_every_capture_is_tested():
                                    "lab-qemu-ib_write_bw-rxe0-server.txt", "lab-qemu-swanctl-list-sas-kernel-esp.txt",
                                    "lab-qemu-ip-xfrm-state-kernel-esp.txt", "lab-qemu-ip-xfrm-policy-kernel-esp.txt",
                                    ROLE_XFRM_STATE, ROLE_XFRM_POLICY, ROLE_LIST_SAS, ROLE_ROCE_TCPDUMP}
-    tested |= set(VLAN_RAILS)
+    tested |= set(VLAN_RAILS) | set(ROLE_SWEEP.values()) | {SYS_MODULE_IB_CORE}
     assert sorted(tested) == fixture_names(FOLDER)
 
 
@@ -423,3 +430,32 @@ def test_nccl_all_active_without_an_active_port_is_an_error():
     derived = nccl_derive(topology, {"default_interface": "ens3", "hca_selection": "all_active"})
     assert "NCCL_IB_HCA" not in derived["variables"]
     assert "none has an ACTIVE port" in derived["findings"][0]["message"]
+
+
+def test_ib_core_parameters_in_effect_are_the_options_the_role_wrote():
+    values = dict(line.split(":", 1) for line in _read(SYS_MODULE_IB_CORE).splitlines() if not line.startswith("#"))
+    # The role's options (molecule/rdma_kernel), not the defaults 128 and 512; netns_mode untouched.
+    assert values == {"netns_mode": "Y", "recv_queue_size": "1024", "send_queue_size": "256"}
+    # Every one is a parameter modinfo lists, which is what the role checks before writing.
+    accepted = [line.split(":", 1)[0] for line in _read("lab-qemu-modinfo-p-ib_core.txt").splitlines()
+                if not line.startswith("#")]
+    assert set(values) <= set(accepted)
+
+
+@pytest.mark.parametrize("side", sorted(ROLE_SWEEP))
+def test_ib_write_bw_of_the_verify_sweep_ran_bidirectional_over_the_vlan_gid(side):
+    run = parse_perftest(_read(ROLE_SWEEP[side]))
+    assert run["side"] == side and run["error"] is None and run["warnings"] == []
+    assert (run["device"], run["link_layer"], run["gid_index"], run["bidirectional"]) == ("rxe0", "Ethernet", 2, True)
+    [row] = run["rows"]
+    assert row["bytes"] == 65536
+    # About 0.03 Gbit/s under emulation: functional, above the scenario's 0.001 gate, far below any real rail.
+    assert 0.001 < run["bw_avg_gbps_max"] < 1
+
+
+def test_the_sweep_s_traffic_left_from_the_vlan_address():
+    text = _read(ROLE_SWEEP["client"])
+    # perftest prints the GIDs of both ends: ::ffff:10.100.0.1 here and 10.100.0.2 there, the VLAN ens4.100's.
+    gids = re.findall(r"^ GID: ([0-9:]+)$", text, re.MULTILINE)
+    assert gids[:2] == ["00:00:00:00:00:00:00:00:00:00:255:255:10:100:00:01",
+                        "00:00:00:00:00:00:00:00:00:00:255:255:10:100:00:02"]
