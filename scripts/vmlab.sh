@@ -460,8 +460,8 @@ restore() {
     for ((i = 1; i <= count; i++)); do
         name=$(node_name "$i")
         cp --sparse=always "$snapdir/$name.qcow2" "$STATE_DIR/$name.qcow2"
-        # The overlay names its base by the path it had when saved, which may be another checkout's (a worktree,
-        # a moved clone) or gone: point it at this cache's base (-u rewrites only the header).
+        # The saved overlay names the base image by the path of the checkout that saved it (a cache shared
+        # between worktrees through a link): point it at this checkout's path of the same image.
         qemu-img rebase -u -F qcow2 -b "$image/base.qcow2" "$STATE_DIR/$name.qcow2"
         qemu_start "$i" "$image" "$accel" yes
     done

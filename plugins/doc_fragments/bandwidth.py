@@ -71,6 +71,16 @@ options:
     description: Rail numbers to test; all rails present on both hosts when unset.
     type: list
     elements: int
+  rails_from:
+    description:
+      - Where a perftest tool's rails come from.
+      - V(gpus) (GPU servers) takes the rails of O(topology), rail I(i) being GPU I(i) and its nearest RDMA NIC.
+      - V(rdma_devices) (hosts without GPUs, such as storage nodes, or a lab of Soft-RoCE VMs) makes rail I(i) the
+        I(i)-th RDMA device with an ACTIVE port, in the natural order of device names, so both ends must have their
+        devices in the same order. No GPU is involved, so O(use_cuda) cannot apply.
+    type: str
+    default: gpus
+    choices: [gpus, rdma_devices]
   rdma_required:
     description:
       - With a perftest tool on a host without RDMA rails, fail. When false the module reports

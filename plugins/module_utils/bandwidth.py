@@ -21,6 +21,7 @@ import signal
 import subprocess
 import time
 
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import port_gid_index
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
 
 IPERF3 = "iperf3"
@@ -191,25 +192,58 @@ def numa_binding_argv(numa_node, numactl_path=None, cpulist=None):
 # Rails: which NIC of each host takes part in a perftest test
 # ---------------------------------------------------------------------------------------------
 
-def rdma_unavailable_reason(topology):
+RAILS_FROM = ("gpus", "rdma_devices")
+
+
+def rdma_device_rails(topology):
+    """Rails of a host without GPUs (storage nodes, GPU-less labs): rail i is the i-th RDMA device, in the
+    natural order of names, with an ACTIVE port (its first), so that hosts cabled alike number rails alike."""
+    rails = []
+    for device in (topology.get("rdma") or {}).get("devices") or []:
+        port = next((entry for entry in device.get("ports") or [] if entry.get("state") == "ACTIVE"), None)
+        if port is None:
+            continue
+        rails.append({
+            "rail": len(rails), "gpu": None, "device": device.get("name"), "port": port.get("port"),
+            "netdev": port.get("netdev") or device.get("netdev"), "rate_gbps": port.get("rate_gbps"),
+            "link_layer": port.get("link_layer"), "state": port.get("state"), "numa_node": device.get("numa_node"),
+        })
+    return rails
+
+
+def sweep_rails(topology, rails_from="gpus"):
+    """The rails a test sweeps: the GPU rails of the topology facts, or one per active RDMA device."""
+    if rails_from not in RAILS_FROM:
+        raise BandwidthError("rails_from must be one of %s, got %r" % (", ".join(RAILS_FROM), rails_from))
+    return rdma_device_rails(topology) if rails_from == "rdma_devices" else topology.get("rails") or []
+
+
+def rdma_unavailable_reason(topology, rails_from="gpus"):
     """None when the topology facts show RDMA rails to test, else a sentence saying why not."""
     if not isinstance(topology, dict) or not topology:
         return "no gpufabric_topology facts: run gpufabric.core.topology_facts first"
     rdma = topology.get("rdma") or {}
     if rdma.get("available") is False:
         return "no RDMA device on this host (%s)" % (rdma.get("reason") or "topology_facts found none")
-    if not topology.get("rails"):
-        return "no rails in the topology facts: no GPU has a nearest RDMA NIC with an active port"
+    if not sweep_rails(topology, rails_from):
+        if rails_from == "rdma_devices":
+            return "no RDMA device with an ACTIVE port in the topology facts"
+        return ("no rails in the topology facts: no GPU has a nearest RDMA NIC with an active port "
+                "(a host without GPUs is tested with rails_from=rdma_devices)")
     return None
 
 
 def _gid_index(topology, device, port):
+    """The RoCE v2 GID index to test on, the one NCCL is given (nccl_config.port_gid_index): a VLAN's IPv4 GID
+    over the untagged one, since the fabric's RoCE traffic rides the VLAN; the port's first IPv4 RoCE v2 GID
+    when the facts cannot tell (several VLANs, or no per-address table)."""
     for entry in (topology.get("rdma") or {}).get("devices") or []:
         if entry.get("name") != device:
             continue
         for port_entry in entry.get("ports") or []:
             if port_entry.get("port") == port:
-                return port_entry.get("roce_v2_gid_index")
+                index, _reason = port_gid_index(port_entry)
+                return port_entry.get("roce_v2_gid_index") if index is None else index
     return None
 
 
@@ -243,20 +277,21 @@ def _rail_test(topology, rail, port):
     }
 
 
-def plan_rail_tests(local_topology, peer_topology, base_port, rails=None):
+def plan_rail_tests(local_topology, peer_topology, base_port, rails=None, rails_from="gpus"):
     """The per-rail tests of one host pair, seen from the local host.
 
     Both ends call this with their own and the peer's topology and get the same rails and
     ports: rail r runs on base_port + r. Only rails present on both hosts are tested.
     rails: list of rail numbers to restrict to (None: all common rails).
+    rails_from: "gpus" (the topology's GPU rails) or "rdma_devices" (rdma_device_rails, hosts without GPUs).
     Returns a list of test dicts (local device, peer_device, port, ...), sorted by rail.
     """
     for which, topology in (("this host", local_topology), ("the peer", peer_topology)):
-        reason = rdma_unavailable_reason(topology)
+        reason = rdma_unavailable_reason(topology, rails_from)
         if reason:
             raise BandwidthError("cannot plan a perftest test: %s: %s" % (which, reason))
-    local = dict((rail.get("rail"), rail) for rail in local_topology["rails"])
-    peer = dict((rail.get("rail"), rail) for rail in peer_topology["rails"])
+    local = dict((rail.get("rail"), rail) for rail in sweep_rails(local_topology, rails_from))
+    peer = dict((rail.get("rail"), rail) for rail in sweep_rails(peer_topology, rails_from))
     common = sorted(set(local) & set(peer), key=lambda number: (str(type(number)), number))
     if rails:
         missing = [number for number in rails if number not in common]
@@ -407,6 +442,7 @@ def test_argument_spec():
         topology=dict(type="dict"),
         peer_topology=dict(type="dict"),
         rails=dict(type="list", elements="int"),
+        rails_from=dict(type="str", default="gpus", choices=list(RAILS_FROM)),
         rdma_required=dict(type="bool", default=False),
         bind_address=dict(type="str"),
         extra_args=dict(type="list", elements="str", default=[]),
@@ -440,12 +476,12 @@ def plan_tests(params, local_role):
     base_port = params["port"] or default_port(tool)
     if not is_perftest(tool):
         return [{"rail": "tcp", "port": base_port, "device": None, "peer_device": None, "numa_node": None, "rate_gbps": None}], None
-    reason = rdma_unavailable_reason(params["topology"])
+    reason = rdma_unavailable_reason(params["topology"], params["rails_from"])
     if reason:
         return [], reason
     if params["peer_topology"] is None:
         raise BandwidthError("peer_topology (the %s's gpufabric_topology) is required to match rails" % ("server" if local_role == "client" else "client"))
-    return plan_rail_tests(params["topology"], params["peer_topology"], base_port, params["rails"]), None
+    return plan_rail_tests(params["topology"], params["peer_topology"], base_port, params["rails"], params["rails_from"]), None
 
 
 def command_for(params, test, numactl_path, server=None):

@@ -100,7 +100,9 @@ DEFAULT_OPTIONS = {
     "cluster_nodes": 1,
     "algorithm_tiers": DEFAULT_ALGORITHM_TIERS,
     "topology_file": None,          # path of the NCCL topology XML the role writes; None: none
+    "hca_selection": "gpu_affine",  # gpu_affine: the GPUs' nearest NICs; all_active: every ACTIVE port (no GPUs)
 }
+HCA_SELECTIONS = ("gpu_affine", "all_active")
 
 
 class NcclConfigError(ValueError):
@@ -179,6 +181,8 @@ def _options(options):
     unknown = sorted(set(options or {}) - set(DEFAULT_OPTIONS))
     if unknown:
         raise NcclConfigError("unknown option(s) %s; known: %s" % (", ".join(unknown), ", ".join(sorted(DEFAULT_OPTIONS))))
+    if merged["hca_selection"] not in HCA_SELECTIONS:
+        raise NcclConfigError("hca_selection must be one of %s, got %r" % (", ".join(HCA_SELECTIONS), merged["hca_selection"]))
     if merged["gdr_level_max"] not in GDR_LEVELS:
         raise NcclConfigError("gdr_level_max must be one of %s, got %r" % (", ".join(GDR_LEVELS), merged["gdr_level_max"]))
     names = merged["socket_ifname"] or []
@@ -222,6 +226,13 @@ def _gpu_affine_ports(topology, findings):
             _finding(findings, "warning", "%s has no ACTIVE port on its nearest NIC(s) (%s): its network traffic "
                      "goes to a farther NIC" % (gpu.get("name"), "; ".join(states)))
     return affine
+
+
+def _active_ports(topology):
+    """Every ACTIVE port of every RDMA device, in the facts' order: [(None, device, port dict, None)], for hosts
+    whose facts hold no GPU topology (no GPU, no distance: GPUDirect levels stay NCCL's own)."""
+    return [(None, name, port, None) for name, ports in _ports_by_device(topology).items() for port in ports
+            if port.get("state") == "ACTIVE"]
 
 
 def _choose_link_layer(affine, findings):
@@ -338,9 +349,14 @@ def derive(topology, options=None):
         _finding(findings, "info", "RDMA not available (%s): NCCL_IB_DISABLE=1, NCCL uses TCP sockets"
                  % (rdma.get("reason") or "unknown reason"))
     else:
-        affine = _gpu_affine_ports(topology, findings)
+        if options["hca_selection"] == "all_active":
+            affine = _active_ports(topology)
+        else:
+            affine = _gpu_affine_ports(topology, findings)
         if not affine:
-            if not (topology.get("gpus") or {}).get("available"):
+            if options["hca_selection"] == "all_active":
+                reason = "none has an ACTIVE port"
+            elif not (topology.get("gpus") or {}).get("available"):
                 reason = "the facts hold no GPU topology to tell which RDMA ports are GPU-affine"
             else:
                 reason = "no GPU has an ACTIVE port on its nearest RDMA NIC"

@@ -113,6 +113,9 @@ def nccl_problems(settings):
     if problem:
         problems.append(problem)
     _tier_problems(settings.get("nccl_algorithm_tiers", []), problems)
+    selection = settings.get("nccl_hca_selection", "gpu_affine")
+    if selection not in ("gpu_affine", "all_active"):
+        problems.append("nccl_hca_selection: must be gpu_affine or all_active; got %r" % (selection,))
     group = settings.get("nccl_consistency_group", "default")
     if not isinstance(group, str) or has_line_break(group):
         problems.append("nccl_consistency_group: must be a one-line name (or empty); got %r" % (group,))

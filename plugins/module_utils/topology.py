@@ -227,7 +227,8 @@ def _rdma(sources, sysfs, interfaces, findings, reasons):
             ndevs = [gid["ndev"] for gid in sys_port.get("gids", []) if gid.get("ndev")]
             if ndevs:
                 port["netdev"] = ndevs[0]
-            elif len(netdevs) >= number:
+            elif 0 < number <= len(netdevs):
+                # Ports count from 1: a damaged capture's port 0 must not index from the end (or an empty list).
                 port["netdev"] = netdevs[number - 1]
             elif netdevs:
                 port["netdev"] = netdevs[0]

@@ -24,6 +24,8 @@ from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import
 )
 
 PERFTEST_TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
+# Where a perftest sweep's rails come from (bandwidth.RAILS_FROM).
+RAILS_FROM = ("gpus", "rdma_devices")
 # perftest rail r listens on verify_base_port + r: leave room for this many rails below 65536.
 MAX_RAILS = 64
 MESSAGE_SIZE = re.compile(r"[0-9]+[KMGkmg]?")
@@ -102,6 +104,12 @@ def verify_problems(settings, hosts=None):
     if get("verify_use_cuda", False) and tool not in PERFTEST_TOOLS:
         problems.append("verify_use_cuda: GPUDirect buffers need a perftest tool (%s), not verify_bandwidth_tool %s"
                         % (", ".join(PERFTEST_TOOLS), tool))
+    rails_from = get("verify_rails_from", "gpus")
+    if rails_from not in RAILS_FROM:
+        problems.append("verify_rails_from: must be one of %s; got %r" % (", ".join(RAILS_FROM), rails_from))
+    elif rails_from == "rdma_devices" and get("verify_use_cuda", False):
+        problems.append("verify_use_cuda: GPUDirect buffers need each rail's GPU, and verify_rails_from "
+                        "rdma_devices tests RDMA devices without one; set verify_rails_from: gpus")
     rails = get("verify_rails", [])
     if not isinstance(rails, list) or any(as_int(rail) is None or as_int(rail) < 0 for rail in rails):
         problems.append("verify_rails: must list rail numbers (0 and up); got %r" % (rails,))

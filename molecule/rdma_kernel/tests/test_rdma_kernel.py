@@ -3,15 +3,17 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rdma role on two VMs with Debian's kernel and Soft-RoCE rails, read back from the kernel.
 
-The files the role wrote for module options and boot-time modules, the modules it loaded, memlock as PAM and
-systemd give it. The topology facts
-are gathered live by the collection's own module and compared with what ibv_devinfo -v and sysfs say.
+The files the role wrote for module options and boot-time modules, the options in effect after a reload, the
+modules it loaded, memlock as PAM and systemd give it. The topology facts are gathered live by the collection's own
+module and compared with what ibv_devinfo -v and sysfs say; the nccl role's NCCL_IB_HCA and NCCL_IB_GID_INDEX are
+compared with sysfs; the verify role's perftest sweep between the VMs is run, gated and its report read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import ipaddress
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -43,8 +45,8 @@ def topology(host):
 
 
 def test_module_options_and_boot_modules_written_and_modules_loaded(host):
-    # The options apply at the next load of ib_core (loaded by prepare.yml before they were written): reading them
-    # back from /sys/module needs the reload of side_effect.yml, not in the sequence yet (molecule.yml says why).
+    # The options apply at the next load of ib_core (loaded by prepare.yml before they were written): the test
+    # below reads them back after side_effect.yml reloaded the modules.
     text = host.file("/etc/modprobe.d/gpufabric-rdma.conf").content_string
     for module, options in OPTIONS.items():
         assert "options %s %s" % (module, " ".join("%s=%s" % item for item in options.items())) in text
@@ -53,6 +55,16 @@ def test_module_options_and_boot_modules_written_and_modules_loaded(host):
     assert listed == ["ib_umad", "rdma_ucm"]
     for module in listed:
         assert host.file("/sys/module/%s" % module).is_directory, module
+
+
+def test_module_options_in_effect_read_back_from_sys_module(host):
+    # side_effect.yml unloaded ib_core with every module holding it and let systemd-modules-load load the modules
+    # of modules-load.d, as a boot does: the values the kernel holds now are those modprobe.d gave it.
+    for module, options in OPTIONS.items():
+        for name, value in options.items():
+            assert host.file("/sys/module/%s/parameters/%s" % (module, name)).content_string.strip() == value, name
+    # The rails are back (side_effect.yml recreated them) for the tests that follow.
+    assert host.file("/sys/class/infiniband/rxe0/ports/1").is_directory
 
 
 def test_memlock_unlimited_for_a_login_shell_and_for_services(host):
@@ -127,3 +139,99 @@ def test_an_option_the_installed_module_does_not_know_is_refused_before_any_file
     assert "rdma_module_options.ib_core: option 'disable_raw_qp_encap' is not a parameter of the installed ib_core" \
         in output, output[-4000:]
     assert [hashlib.sha256(host.file(path).content).hexdigest() for path in written] == before
+
+
+def _nccl_variables(host):
+    """NCCL_* = value lines of /etc/nccl.conf, which the nccl role wrote in converge."""
+    lines = host.file("/etc/nccl.conf").content_string.splitlines()
+    return dict(line.split("=", 1) for line in lines if line.startswith("NCCL_"))
+
+
+def _vlan_gid_index(host, device, netdev, vlan, tagged):
+    """The index of the GID of the rail's VLAN address, read from the kernel's own table in sysfs."""
+    address = ipaddress.IPv4Address("%s.%d" % (tagged, NUMBER[name_of(host)]))
+    base = "/sys/class/infiniband/%s/ports/1/" % device
+    found = []
+    for index in range(16):
+        # Unset entries fail to read (an empty answer): only the readable ones count.
+        ndev = host.run("cat %sgid_attrs/ndevs/%d 2>/dev/null" % (base, index)).stdout.strip()
+        if ndev != "%s.%d" % (netdev, vlan):
+            continue
+        gid = host.run("cat %sgids/%d" % (base, index)).stdout.strip()
+        if ipaddress.IPv6Address(gid).ipv4_mapped == address:
+            found.append(index)
+    assert len(found) == 1, (device, found)
+    return found[0]
+
+
+def test_nccl_ib_hca_is_the_rxe_devices_and_the_gid_index_the_vlans_from_sysfs(host):
+    variables = _nccl_variables(host)
+    # The rxe devices the kernel has, port 1 each, '=' for exact names.
+    devices = sorted(host.check_output("ls /sys/class/infiniband").split())
+    assert devices == ["rxe0", "rxe1"]
+    assert variables["NCCL_IB_HCA"] == "=" + ",".join("%s:1" % device for device in devices)
+    # The GID index of each rail's VLAN address in the kernel's own table, the same on both rails.
+    indexes = {_vlan_gid_index(host, device, netdev, vlan, tagged) for device, netdev, vlan, _untagged, tagged in RAILS}
+    assert len(indexes) == 1, indexes
+    assert variables["NCCL_IB_GID_INDEX"] == str(indexes.pop())
+    # No GPU: no GPUDirect level to derive.
+    assert "NCCL_NET_GDR_LEVEL" not in variables
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    """One run of verify_fabric.yml (the verify role's perftest sweep) from the controller, with vm01 also in a
+    group whose gate (1000 Gbit/s) it cannot reach: its output, return code and the report the role wrote."""
+    extra = EPHEMERAL / "inventory-unreachable-gate.yml"
+    extra.write_text("all:\n  children:\n    rdma_kernel_unreachable_gate:\n      hosts:\n        vm01: {}\n")
+    report = EPHEMERAL / "verify-report" / "verify.json"
+    if report.exists():
+        report.unlink()
+    env = dict(os.environ, ANSIBLE_CONFIG=str(EPHEMERAL / "ansible.cfg"), ANSIBLE_FORCE_COLOR="false",
+               ANSIBLE_ROLES_PATH=str(ROOT / "roles"),
+               ANSIBLE_COLLECTIONS_PATH="%s:%s" % (ROOT / ".build" / "collections",
+                                                   ROOT / ".venv" / "lib" / "python3.11" / "site-packages"))
+    run = subprocess.run([str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", str(EPHEMERAL / "inventory"),
+                          "-i", str(extra), str(SCENARIO / "verify_fabric.yml")],
+                         env=env, capture_output=True, text=True, timeout=900, check=False)
+    output = run.stdout + run.stderr
+    assert report.exists(), output[-4000:]
+    return run.returncode, output, json.loads(report.read_text())
+
+
+def test_perftest_per_rail_over_the_vlan_gid_between_the_vms_passes_its_gate(host, sweep):
+    if name_of(host) != "vm02":
+        pytest.skip("vm02 carries the reachable gate")
+    _rc, output, report = sweep
+    tests = report["tests"]
+    # One ib_write_bw per rail, each on its rxe device at both ends, on the VLAN's GID (-x, from topology_facts).
+    assert sorted((test["rail"], test["client_device"], test["server_device"]) for test in tests) == \
+        [(0, "rxe0", "rxe0"), (1, "rxe1", "rxe1")], output[-4000:]
+    for test in tests:
+        assert test["error"] is None, test
+        rail = RAILS[test["rail"]]
+        argv = test["command"].split()
+        # The GID perftest was given (-x) and the one it reports using: the VLAN's, per this VM's sysfs (both VMs
+        # are laid out alike).
+        assert int(argv[argv.index("-x") + 1]) == test["details"]["gid_index"] == \
+            _vlan_gid_index(host, rail[0], rail[1], rail[2], rail[4]), test
+        # One direction (verify_fabric.yml): ib_write_bw writes from the client to the server.
+        assert test["client_to_server_gbps"] > 0.001, test
+    verdict = report["hosts"]["vm02"]
+    assert verdict["status"] == "pass", verdict
+    assert {rail["expected_gbps"] for rail in verdict["rails"].values()} == {0.001}
+
+
+def test_a_gate_the_measured_rate_cannot_reach_fails_the_host_and_the_report(host, sweep):
+    if name_of(host) != "vm01":
+        pytest.skip("vm01 carries the unreachable gate")
+    rc, output, report = sweep
+    assert rc != 0, output[-4000:]
+    verdict = report["hosts"]["vm01"]
+    assert verdict["status"] == "fail" and report["verdict"] == "fail"
+    assert len(verdict["messages"]) == 2, verdict
+    for message in verdict["messages"]:
+        assert "expected at least 1000.00 Gbit/s (absolute threshold of group 'rdma_kernel_unreachable_gate')" \
+            in message, message
+    assert "vm01 rail 0 (rxe0): measured" in output
+    assert "Gate | Fail the hosts below their gates" in output

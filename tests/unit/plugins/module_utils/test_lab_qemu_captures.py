@@ -19,6 +19,8 @@ from fixture_data import fixture_names, read_fixture
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
 from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import parse_ibstat
 from ansible_collections.gpufabric.core.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo, roce_v2_gid_index
+from ansible_collections.gpufabric.core.plugins.module_utils import bandwidth
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import derive as nccl_derive
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import port_gid_index
 from ansible_collections.gpufabric.core.plugins.module_utils.perftest import parse_perftest
 from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import parse_list_sas
@@ -46,6 +48,13 @@ VLAN_RAILS = ("lab-qemu-ibv_devinfo-v-rxe0-vlan.txt", "lab-qemu-sysfs-gids-rxe0-
               "lab-qemu-modinfo-p-ib_core.txt", "lab-qemu-ib_write_bw-rxe0-vlan-client.txt")
 
 
+# The rdma_kernel scenario after the rdma role and the module reload: ib_core's parameters as the kernel holds them,
+# and rail 0 of the verify role's perftest sweep (the command lines bandwidth_client/bandwidth_server built).
+SYS_MODULE_IB_CORE = "lab-qemu-sys-module-ib_core-parameters.txt"
+ROLE_SWEEP = {"client": "lab-qemu-ib_write_bw-rxe0-bidir-module-client.txt",
+              "server": "lab-qemu-ib_write_bw-rxe0-bidir-module-server.txt"}
+
+
 def _read(name):
     return read_fixture("%s/%s" % (FOLDER, name))
 
@@ -62,7 +71,7 @@ def test_every_capture_is_tested():
                                    "lab-qemu-ib_write_bw-rxe0-server.txt", "lab-qemu-swanctl-list-sas-kernel-esp.txt",
                                    "lab-qemu-ip-xfrm-state-kernel-esp.txt", "lab-qemu-ip-xfrm-policy-kernel-esp.txt",
                                    ROLE_XFRM_STATE, ROLE_XFRM_POLICY, ROLE_LIST_SAS, ROLE_ROCE_TCPDUMP}
-    tested |= set(VLAN_RAILS)
+    tested |= set(VLAN_RAILS) | set(ROLE_SWEEP.values()) | {SYS_MODULE_IB_CORE}
     assert sorted(tested) == fixture_names(FOLDER)
 
 
@@ -363,3 +372,90 @@ def test_ib_write_bw_over_the_vlan_gid_with_an_unmeasurable_clock_is_flagged():
     # Zeros, with perftest's reason before its title: the cycle counter gave no usable clock on a loaded host.
     assert run["bw_avg_gbps_max"] == 0.0
     assert run["warnings"] == ["Correlation coefficient r^2: 0.798944 < 0.9"]
+
+
+# The paths for hosts without GPUs (the rdma_kernel scenario's VMs, storage nodes): rails from the RDMA devices
+# for perftest, NCCL_IB_HCA from every ACTIVE port, on the same real captures of vm01's rail 0.
+
+def test_gpu_less_host_has_no_gpu_rail_and_the_reason_names_the_rdma_only_path():
+    topology = _vlan_rail_topology()
+    assert topology["rails"] == []
+    reason = bandwidth.rdma_unavailable_reason(topology)
+    assert "no rails in the topology facts" in reason and "rails_from=rdma_devices" in reason
+    assert bandwidth.rdma_unavailable_reason(topology, "rdma_devices") is None
+
+
+def test_perftest_rails_from_rdma_devices_run_on_the_vlan_gid():
+    topology = _vlan_rail_topology()
+    [test] = bandwidth.plan_rail_tests(topology, topology, 18515, rails_from="rdma_devices")
+    assert (test["rail"], test["device"], test["peer_device"], test["ib_port"]) == (0, "rxe0", "rxe0", 1)
+    assert (test["netdev"], test["link_layer"], test["port"]) == ("ens4", "Ethernet", 18515)
+    # The VLAN's GID (2), as NCCL is given, not the untagged address's (1) that roce_v2_gid_index names.
+    assert test["gid_index"] == 2 and topology["rdma"]["devices"][0]["ports"][0]["roce_v2_gid_index"] == 1
+    argv = bandwidth.perftest_argv("ib_write_bw", test, 5, server="192.168.40.2")
+    assert argv[argv.index("-x") + 1] == "2" and argv[argv.index("-d") + 1] == "rxe0"
+    with pytest.raises(bandwidth.BandwidthError, match="rails 1 are not present on both hosts"):
+        bandwidth.plan_rail_tests(topology, topology, 18515, rails=[1], rails_from="rdma_devices")
+
+
+def test_perftest_rails_from_rdma_devices_skip_a_device_without_an_active_port():
+    topology = _vlan_rail_topology()
+    # Edited from the capture: the port DOWN, as with the cable pulled.
+    topology["rdma"]["devices"][0]["ports"][0]["state"] = "DOWN"
+    assert bandwidth.rdma_device_rails(topology) == []
+    assert bandwidth.rdma_unavailable_reason(topology, "rdma_devices") == \
+        "no RDMA device with an ACTIVE port in the topology facts"
+    with pytest.raises(bandwidth.BandwidthError, match="rails_from must be one of gpus, rdma_devices"):
+        bandwidth.sweep_rails(topology, "nics")
+
+
+def test_nccl_without_gpu_topology_refuses_gpu_affine_and_lists_every_active_port_with_all_active():
+    topology = _vlan_rail_topology()
+    refused = nccl_derive(topology, {"default_interface": "ens3"})
+    assert "NCCL_IB_HCA" not in refused["variables"]
+    assert [finding["severity"] for finding in refused["findings"]] == ["error"]
+    assert "no GPU topology" in refused["findings"][0]["message"]
+    derived = nccl_derive(topology, {"default_interface": "ens3", "hca_selection": "all_active"})
+    assert derived["hca"] == ["rxe0:1"] and derived["link_layer"] == "Ethernet"
+    assert derived["variables"]["NCCL_IB_HCA"] == "=rxe0:1"
+    assert derived["variables"]["NCCL_IB_GID_INDEX"] == "2"
+    # No GPU, no GPU-NIC distance: the GPUDirect level is left to NCCL.
+    assert "NCCL_NET_GDR_LEVEL" not in derived["variables"]
+    assert derived["findings"] == []
+
+
+def test_nccl_all_active_without_an_active_port_is_an_error():
+    topology = _vlan_rail_topology()
+    topology["rdma"]["devices"][0]["ports"][0]["state"] = "DOWN"  # edited: the cable pulled
+    derived = nccl_derive(topology, {"default_interface": "ens3", "hca_selection": "all_active"})
+    assert "NCCL_IB_HCA" not in derived["variables"]
+    assert "none has an ACTIVE port" in derived["findings"][0]["message"]
+
+
+def test_ib_core_parameters_in_effect_are_the_options_the_role_wrote():
+    values = dict(line.split(":", 1) for line in _read(SYS_MODULE_IB_CORE).splitlines() if not line.startswith("#"))
+    # The role's options (molecule/rdma_kernel), not the defaults 128 and 512; netns_mode untouched.
+    assert values == {"netns_mode": "Y", "recv_queue_size": "1024", "send_queue_size": "256"}
+    # Every one is a parameter modinfo lists, which is what the role checks before writing.
+    accepted = [line.split(":", 1)[0] for line in _read("lab-qemu-modinfo-p-ib_core.txt").splitlines()
+                if not line.startswith("#")]
+    assert set(values) <= set(accepted)
+
+
+@pytest.mark.parametrize("side", sorted(ROLE_SWEEP))
+def test_ib_write_bw_of_the_verify_sweep_ran_bidirectional_over_the_vlan_gid(side):
+    run = parse_perftest(_read(ROLE_SWEEP[side]))
+    assert run["side"] == side and run["error"] is None and run["warnings"] == []
+    assert (run["device"], run["link_layer"], run["gid_index"], run["bidirectional"]) == ("rxe0", "Ethernet", 2, True)
+    [row] = run["rows"]
+    assert row["bytes"] == 65536
+    # About 0.03 Gbit/s under emulation: functional, above the scenario's 0.001 gate, far below any real rail.
+    assert 0.001 < run["bw_avg_gbps_max"] < 1
+
+
+def test_the_sweep_s_traffic_left_from_the_vlan_address():
+    text = _read(ROLE_SWEEP["client"])
+    # perftest prints the GIDs of both ends: ::ffff:10.100.0.1 here and 10.100.0.2 there, the VLAN ens4.100's.
+    gids = re.findall(r"^ GID: ([0-9:]+)$", text, re.MULTILINE)
+    assert gids[:2] == ["00:00:00:00:00:00:00:00:00:00:255:255:10:100:00:01",
+                        "00:00:00:00:00:00:00:00:00:00:255:255:10:100:00:02"]

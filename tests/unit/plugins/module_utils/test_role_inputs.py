@@ -153,6 +153,7 @@ def test_nccl_defaults_and_example_inventory_pass():
     ({"nccl_algorithm_tiers": [{"max_nodes": None, "algorithms": "Ring\nNCCL_DEBUG=TRACE"}]},
      "nccl_algorithm_tiers[0].algorithms", ["NCCL_ALGO names"]),
     ({"nccl_consistency_group": "hgx\n"}, "nccl_consistency_group", ["one-line"]),
+    ({"nccl_hca_selection": "all"}, "nccl_hca_selection", ["gpu_affine or all_active"]),
 ])
 def test_nccl_bad_values_are_named(changes, name, words):
     text = only(nccl_problems(with_("nccl", **changes)), name)
@@ -190,6 +191,8 @@ def test_verify_defaults_and_example_inventory_pass():
     ({"verify_nccl_thresholds_gbytes": {"lab": "fast"}}, "verify_nccl_thresholds_gbytes.lab", ["positive"]),
     ({"verify_use_cuda": True, "verify_bandwidth_tool": "iperf3"}, "verify_use_cuda", ["perftest"]),
     ({"verify_rails": [0, -1]}, "verify_rails", ["rail numbers"]),
+    ({"verify_rails_from": "nics"}, "verify_rails_from", ["gpus, rdma_devices"]),
+    ({"verify_rails_from": "rdma_devices", "verify_use_cuda": True}, "verify_use_cuda", ["without one"]),
     ({"verify_rounds": [[["a", "c"]]]}, "verify_rounds[0][0]", ["c is not a host of this play"]),
     ({"verify_rounds": [[["a", "b"], ["b", "a"]]]}, "verify_rounds[0][1]", ["already tested in this round"]),
     ({"verify_rounds": [[["a", "b", "c"]]]}, "verify_rounds[0][0]", ["[client, server] pair"]),
