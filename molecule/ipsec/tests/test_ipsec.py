@@ -180,7 +180,7 @@ def test_forky_pair_is_hybrid_ml_kem_768_and_every_other_pair_classical():
     before = [c for sa in sas_of("ipsec-node3") if sa["name"] == "gf-ipsec-node4" for c in sa["children"]
               if c["state"] == "INSTALLED"][0]
     node_exec("ipsec-node3", "swanctl --rekey --child gf-ipsec-node4")
-    for _ in range(40):
+    for _attempt in range(40):
         children = [c for sa in sas_of("ipsec-node3") if sa["name"] == "gf-ipsec-node4" for c in sa["children"]
                     if c["state"] == "INSTALLED" and c["spi_in"] != before["spi_in"]]
         if children:
