@@ -10,7 +10,8 @@ stage() {
     local name=$1 start=$SECONDS rc=0
     shift
     "$@" || rc=$?
-    echo "test.sh: stage '$name' took $((SECONDS - start)) s (exit $rc)"
+    # stderr: a stage whose output is discarded still reports its time.
+    echo "test.sh: stage '$name' took $((SECONDS - start)) s (exit $rc)" >&2
     return "$rc"
 }
 stage setup "$ROOT/scripts/setup.sh"
