@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import pytest
 
+# Checks through `podman exec`, not an Ansible module run per check (testinfra's ansible backend has no podman
+# connection and falls back to that: seconds per check).
+testinfra_hosts = ["podman://bonding-networkd", "podman://bonding-netplan", "podman://bonding-nm"]
+
 NETWORKD_DIR = "/etc/systemd/network"
 NETWORKD_FILES = [
     "10-gpufabric-bond0.netdev", "10-gpufabric-bond0.network", "10-gpufabric-bond0-member-ens1f0np0.network",

@@ -9,6 +9,10 @@ import calendar
 import json
 import time
 
+# Checks through `podman exec`, not an Ansible module run per check (testinfra's ansible backend has no podman
+# connection and falls back to that: seconds per check).
+testinfra_hosts = ["podman://bonding_rollback-node1"]
+
 TRANSACTION = "/var/lib/gpufabric/bonding/current"
 
 

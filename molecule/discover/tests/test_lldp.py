@@ -2,7 +2,7 @@
 
 import json
 
-testinfra_hosts = ["discover-node1", "discover-node2", "discover-node3"]
+testinfra_hosts = ["podman://discover-node1", "podman://discover-node2", "podman://discover-node3"]
 
 
 def _live_neighbours(host):

@@ -4,7 +4,7 @@ import json
 import os
 import subprocess
 
-testinfra_hosts = ["discover-node1"]  # the map is one file on the controller: check it once
+testinfra_hosts = ["podman://discover-node1"]  # the map is one file on the controller: check it once
 
 CABLING = {
     "discover-node1": [("leaf-a", "swp1"), ("leaf-b", "swp1")],

@@ -5,6 +5,10 @@ Each podman exec costs a second or more on a loaded controller, so one command c
 
 import pytest
 
+# Checks through `podman exec`, not an Ansible module run per check (testinfra's ansible backend has no podman
+# connection and falls back to that: seconds per check).
+testinfra_hosts = ["podman://nccl-node1", "podman://nccl-node2"]
+
 NODE1_CONF = [
     "NCCL_DEBUG=WARN",
     # mlx5_1 (an Ethernet ConnectX-6 Dx among InfiniBand rails), mlx5_2 and mlx5_7 (DOWN) are left out.

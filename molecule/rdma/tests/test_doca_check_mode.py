@@ -8,6 +8,10 @@ import pytest
 
 from conftest import run_playbook, task_results
 
+# Checks through `podman exec`, not an Ansible module run per check (testinfra's ansible backend has no podman
+# connection and falls back to that: seconds per check).
+testinfra_hosts = ["podman://rdma-node1", "podman://rdma-node2"]
+
 # Each node's mirror (molecule.yml): one per Debian release, as DOCA publishes them.
 MIRRORS = {
     "rdma-node1": "http://doca-mirror.lab.invalid/doca/2.9.1/debian12/x86_64/",

@@ -4,6 +4,10 @@ import json
 
 import pytest
 
+# Checks through `podman exec`, not an Ansible module run per check (testinfra's ansible backend has no podman
+# connection and falls back to that: seconds per check).
+testinfra_hosts = ["podman://rdma-node1", "podman://rdma-node2"]
+
 INBOX_PACKAGES = ["rdma-core", "ibverbs-utils", "ibverbs-providers", "perftest", "infiniband-diags", "rdmacm-utils"]
 UNITS = ["gpufabric-rdma-irq-affinity", "gpufabric-rdma-roce", "gpufabric-rdma-pcie"]
 
