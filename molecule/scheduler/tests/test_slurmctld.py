@@ -10,7 +10,8 @@ import os
 import re
 import subprocess
 
-testinfra_hosts = ["scheduler-ctl", "scheduler-ctl13"]
+# podman exec per check, as in the other container scenarios (not an Ansible module run per check).
+testinfra_hosts = ["podman://scheduler-ctl", "podman://scheduler-ctl13"]
 
 
 def _topology(host):
