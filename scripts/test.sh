@@ -3,6 +3,7 @@
 # unit tests, the browser check of the report, then ansible-lint (production), ansible-test sanity on every
 # ansible-core release of the declared range, ansible-doc, the packaging test, the changelog, the AWX checks, every
 # Molecule scenario and the lab tests (tests/integration/). Extra arguments go to pytest. Each stage prints its time.
+# Two workers: the lab tests on one, the rest on the other at a lower priority (tests/conftest.py says why).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 started=$SECONDS
@@ -23,7 +24,7 @@ done
 source "$ROOT/scripts/env.sh"
 cd "$ROOT"
 rc=0
-stage pytest pytest -p no:cacheprovider -o console_output_style=count --durations=40 \
+stage pytest pytest -p no:cacheprovider -o console_output_style=count --durations=40 -n 2 --dist loadgroup \
     tests/unit tests/browser tests/integration "$@" || rc=$?
 echo "test.sh: all stages took $((SECONDS - started)) s"
 exit "$rc"

@@ -2,7 +2,10 @@
 
 playbooks/check_inventory.yml runs on the controller only (local connection, action plugins and filters): it
 validates each host's role variables against the roles' argument specs and runs the bonding, cooling, rdma, nccl
-verify, ipsec and routing preflight filters and the rollout check on them. The bad-input cases copy the inventory and add one mistake to a host_vars file.
+verify, ipsec and routing preflight filters and the rollout check on them. The bad-input cases run as one check of
+one copy of the inventory: each mistake on a host of its own (a copy of the host it is written for, in the same groups,
+with that host's variables and the mistake), so one run shows every mistake refused on its host only and every other
+host passing.
 """
 
 import re
@@ -102,16 +105,68 @@ BAD_INPUTS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
-def test_a_mistake_in_host_vars_fails_naming_the_variable(tmp_path, case):
-    overrides, expected, host = (BAD_INPUTS[case] + (HOST,))[:3]
-    inventory = tmp_path / "inventory"
+# The ipsec case stays on its own host: a copy would join the mesh with the same address and be refused for that.
+IN_PLACE = {"null esp cipher"}
+
+
+def case_parts(case):
+    """(overrides, expected message, the host it is written for)."""
+    return (BAD_INPUTS[case] + (HOST,))[:3]
+
+
+def mistake_host(case):
+    base = case_parts(case)[2]
+    return base if case in IN_PLACE else "mistake-" + case.replace(" ", "-").replace("_", "-")
+
+
+@pytest.fixture(scope="module")
+def mistakes_checked(tmp_path_factory):
+    inventory = tmp_path_factory.mktemp("mistakes") / "inventory"
     shutil.copytree(ROOT / "inventories" / "example", inventory)
-    host_vars = inventory / "host_vars" / f"{host}.yml"
-    merged = dict(yaml.safe_load(host_vars.read_text()) if host_vars.exists() else {}, **overrides)
-    host_vars.write_text(yaml.safe_dump(merged))
-    rc, out = run_check(inventory, "example-inventory-" + case.replace(" ", "-"))
+    hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
+    groups, host_entries = {}, {}
+
+    def find_groups(name, group):
+        for host, entry in (group.get("hosts") or {}).items():
+            groups.setdefault(host, []).append(name)
+            host_entries[host] = entry or host_entries.get(host)
+        for child_name, child in (group.get("children") or {}).items():
+            find_groups(child_name, child or {})
+
+    find_groups("all", hosts["all"])
+    added = {}
+    for case in BAD_INPUTS:
+        overrides, base = case_parts(case)[0], case_parts(case)[2]
+        host = mistake_host(case)
+        base_vars = inventory / "host_vars" / f"{base}.yml"
+        merged = dict(yaml.safe_load(base_vars.read_text()) if base_vars.exists() else {}, **overrides)
+        (inventory / "host_vars" / f"{host}.yml").write_text(yaml.safe_dump(merged))
+        if host != base:
+            for group in groups[base]:
+                added.setdefault(group, {})[host] = None
+            # The same ansible_host: the group variables derive the host's addresses from it.
+            added[groups[base][0]][host] = host_entries[base]
+    # A second inventory source in the same directory adds the copies to their groups.
+    (inventory / "mistakes.yml").write_text(yaml.safe_dump(
+        {"all": {"children": {group: {"hosts": members} for group, members in added.items()}}}))
+    rc, out = run_check(inventory, "example-inventory-mistakes")
+    failed = dict(re.findall(r"^(\S+)\s+: ok=\d+ +changed=\d+ +unreachable=\d+ +failed=(\d+)", out, re.M))
+    return {"rc": rc, "out": out, "failed": failed, "hosts": sorted(groups)}
+
+
+def test_every_mistake_fails_its_own_host_only(mistakes_checked):
+    rc, out, failed, hosts = (mistakes_checked[key] for key in ("rc", "out", "failed", "hosts"))
     assert rc != 0, tail(out)
-    failures = [line for line in out.splitlines() if line.startswith(("fatal: [", "failed: ["))]
-    assert failures and all(f"[{host}]" in line for line in failures), failures
-    assert expected in "\n".join(failures), failures
+    bad = {mistake_host(case) for case in BAD_INPUTS}
+    assert {host for host, count in failed.items() if count != "0"} == bad, tail(out)
+    # Every host of the example inventory that carries no mistake still passes in the same run.
+    assert set(hosts) - bad <= {host for host, count in failed.items() if count == "0"}, tail(out)
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_a_mistake_in_host_vars_fails_naming_the_variable(mistakes_checked, case):
+    out = mistakes_checked["out"]
+    host = mistake_host(case)
+    expected = case_parts(case)[1]
+    failures = [line for line in out.splitlines() if line.startswith(("fatal: [%s]" % host, "failed: [%s]" % host))]
+    assert failures and expected in "\n".join(failures), (host, failures)
