@@ -1,25 +1,31 @@
 """How `make test` shares the machine: two pytest workers (scripts/test.sh runs `-n 2 --dist loadgroup`).
 
-The lab tests (every Molecule scenario, the site and packaging tests) run one after another on one worker, at normal
-priority: their containers and VMs keep timers that are part of what they test (LACP, BFD, the bonding rollback, the
-cooling fail-safe), and they leave about a third of the CPU idle while they wait on them. Everything else (unit tests,
-sanity on each ansible-core line, lint, docs, the inventory checks) runs on the other worker at a lower priority, so
-it takes the time the lab leaves idle and never the lab's. Run without -n, as a developer running one file does, the
-tests run in one process as before.
+The foreground worker runs, one after another and at normal priority, the lab tests whose assertions depend on
+timers or rates: LACP and BFD timeouts, the bonding rollback, the cooling fail-safe, IPsec over kernel SAs, the
+bandwidth gates, and the site test. They leave part of the CPU idle while they wait on those timers. The background
+worker runs everything else at a lower priority in that idle time: unit tests, sanity on each ansible-core line,
+lint, docs, the inventory checks, packaging, and the scenarios whose assertions hold at any speed. Run without -n,
+as a developer running one file does, the tests run in one process as before.
 """
 
 import os
+import re
 from collections import defaultdict
 
 import pytest
 
-LAB_TESTS = ("tests/integration/test_molecule.py", "tests/integration/test_site.py",
-             "tests/integration/test_packaging.py")
+# Scenarios without protocol timers or bandwidth gates in what they assert.
+BACKGROUND_SCENARIOS = {"discover", "nccl", "rdma", "scheduler"}
 BACKGROUND_NICENESS = 10
 
 
 def group_of(nodeid):
-    return "lab" if nodeid.startswith(LAB_TESTS) else "checks"
+    if nodeid.startswith("tests/integration/test_site.py"):
+        return "foreground"
+    scenario = re.match(r"tests/integration/test_molecule\.py::\w+\[(\w+)\]", nodeid)
+    if scenario and scenario.group(1) not in BACKGROUND_SCENARIOS:
+        return "foreground"
+    return "background"
 
 
 # Before xdist's own hook, which reads the mark to keep each group on one worker.
@@ -30,8 +36,8 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_runtest_setup(item):
-    # A worker runs one group only; the one running the checks lowers its own priority once, for all it starts.
-    if os.environ.get("PYTEST_XDIST_WORKER") and group_of(item.nodeid) == "checks":
+    # A worker runs one group only; the background one lowers its own priority once, for all it starts.
+    if os.environ.get("PYTEST_XDIST_WORKER") and group_of(item.nodeid) == "background":
         current = os.nice(0)
         if current < BACKGROUND_NICENESS:
             os.nice(BACKGROUND_NICENESS - current)
