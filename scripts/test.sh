@@ -3,7 +3,8 @@
 # unit tests, the browser check of the report, then ansible-lint (production), ansible-test sanity on every
 # ansible-core release of the declared range, ansible-doc, the packaging test, the changelog, the AWX checks, every
 # Molecule scenario and the lab tests (tests/integration/). Extra arguments go to pytest. Each stage prints its time.
-# Two workers: the lab tests on one, the rest on the other at a lower priority (tests/conftest.py says why).
+# Two workers: the scenarios that depend on timers or rates on one, the rest on the other at a lower priority
+# (tests/conftest.py says which and why).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 started=$SECONDS

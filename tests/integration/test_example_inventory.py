@@ -129,23 +129,23 @@ def mistakes_checked(tmp_path_factory):
     def find_groups(name, group):
         for host, entry in (group.get("hosts") or {}).items():
             groups.setdefault(host, []).append(name)
-            host_entries[host] = entry or host_entries.get(host)
+            if entry:
+                host_entries[host] = entry
         for child_name, child in (group.get("children") or {}).items():
             find_groups(child_name, child or {})
 
     find_groups("all", hosts["all"])
     added = {}
     for case in BAD_INPUTS:
-        overrides, base = case_parts(case)[0], case_parts(case)[2]
+        overrides, _expected, base = case_parts(case)
         host = mistake_host(case)
         base_vars = inventory / "host_vars" / f"{base}.yml"
         merged = dict(yaml.safe_load(base_vars.read_text()) if base_vars.exists() else {}, **overrides)
         (inventory / "host_vars" / f"{host}.yml").write_text(yaml.safe_dump(merged))
         if host != base:
+            # In the same groups, with the same ansible_host: the group variables derive the addresses from it.
             for group in groups[base]:
-                added.setdefault(group, {})[host] = None
-            # The same ansible_host: the group variables derive the host's addresses from it.
-            added[groups[base][0]][host] = host_entries[base]
+                added.setdefault(group, {})[host] = host_entries[base]
     # A second inventory source in the same directory adds the copies to their groups.
     (inventory / "mistakes.yml").write_text(yaml.safe_dump(
         {"all": {"children": {group: {"hosts": members} for group, members in added.items()}}}))
