@@ -62,14 +62,8 @@ host_setup() {
     fi
 }
 
-# The Debian mirror that the host's apt already uses (deb822 first, then one-line sources).
-debian_mirror() {
-    local uri
-    uri=$(awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-    [[ -n "$uri" ]] || uri=$(awk '/^deb / && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true)
-    [[ -n "$uri" ]] || die "no Debian mirror found in /etc/apt/sources.list*"
-    echo "$uri"
-}
+# shellcheck source=scripts/debian-mirror.sh
+source "$ROOT/scripts/debian-mirror.sh"
 
 # A release name as the lab knows it: the Debian code name (debian12/debian13 and 12/13 accepted).
 release_name() {

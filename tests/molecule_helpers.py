@@ -2,6 +2,10 @@
 reuse a scenario's lab: run a command in a lab container, run a scenario's playbook on Molecule's inventory and read
 the ansible.posix.json report.
 
+The scenarios' testinfra_hosts are podman:// hosts: each check runs through `podman exec` (a fraction of a second),
+not through testinfra's Ansible backend, which has no podman connection and falls back to running a module per
+check (1-3 s each).
+
 Import after putting this folder on sys.path (a scenario's tests are collected from its own folder):
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
     from molecule_helpers import podman_exec, run_playbook, task_results

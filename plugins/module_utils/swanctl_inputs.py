@@ -497,3 +497,46 @@ def ipsec_problems(hosts, members=None, awx_job="", mesh_hosts=None):
         if problem not in unique:
             unique.append(problem)
     return unique
+
+
+# The first strongSwan whose Debian packages list ML-KEM (6.1.0 in Debian testing, through its openssl plugin;
+# Debian 13's 6.0.1 lists none). Only the estimate for a host whose charon cannot be asked yet (not installed).
+PQ_MIN_VERSION = "6.1"
+
+
+def required_kem(pq_kex):
+    """The ML-KEM a required ipsec_pq_kex names, as swanctl --list-algs calls it (mlkem768: ML_KEM_768), else ''."""
+    match = re.fullmatch(r"mlkem([0-9]+)", str(pq_kex or ""))
+    return "ML_KEM_%s" % match.group(1) if match else ""
+
+
+def _version_tuple(version):
+    return tuple(int(part) for part in re.findall(r"[0-9]+", str(version)))
+
+
+def pq_kex_problem(pq_kex, host, version, listed_kems=None, min_version=PQ_MIN_VERSION):
+    """Why this host cannot do the ML-KEM that ipsec_pq_kex requires, naming the variable; '' when it can.
+
+    A running charon is judged by what its own swanctl --list-algs lists (listed_kems, the ML_KEM_* names; None when
+    charon could not be asked), whatever its version: Debian 13's 6.0.1 parses ke1_mlkem768 but lists no ML-KEM.
+    Only where charon cannot be asked yet is the version (installed, or the one apt would install) compared with
+    min_version. Nothing is refused when nothing is required or no version is known (apt knew no strongSwan: the
+    role refuses that host for it elsewhere).
+    """
+    kem = required_kem(pq_kex)
+    if not kem or not version:
+        return ""
+    if listed_kems is not None:
+        if kem in listed_kems:
+            return ""
+        return ("ipsec_pq_kex is %s (ML-KEM post-quantum key exchange, required) but the strongSwan %s running on %s"
+                " lists no %s in swanctl --list-algs (it lists %s; Debian 12's 5.9 and Debian 13's 6.0.1 packages"
+                " offer none, Debian testing's 6.1 does in its openssl plugin). Set ipsec_pq_kex to auto (ML-KEM"
+                " where both peers offer it) or none, or upgrade strongSwan."
+                % (pq_kex, version, host, kem, ", ".join(listed_kems) or "no ML-KEM"))
+    if _version_tuple(version) >= _version_tuple(min_version):
+        return ""
+    return ("ipsec_pq_kex is %s (ML-KEM post-quantum key exchange, required), which needs strongSwan %s or later as"
+            " Debian packages it; %s has (or would install) %s and no running charon to ask. Set ipsec_pq_kex to"
+            " auto (ML-KEM where both peers offer it) or none, or upgrade strongSwan (Debian testing, forky)."
+            % (pq_kex, min_version, host, version))

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-# Checks through `podman exec`, not an Ansible module run per check (testinfra's ansible backend has no podman
-# connection and falls back to that: seconds per check).
+# podman exec per check (why: tests/molecule_helpers.py)
 testinfra_hosts = ["podman://bonding-networkd", "podman://bonding-netplan", "podman://bonding-nm"]
 
 NETWORKD_DIR = "/etc/systemd/network"

@@ -9,8 +9,7 @@ import calendar
 import json
 import time
 
-# Checks through `podman exec`, not an Ansible module run per check (testinfra's ansible backend has no podman
-# connection and falls back to that: seconds per check).
+# podman exec per check (why: tests/molecule_helpers.py)
 testinfra_hosts = ["podman://bonding_rollback-node1"]
 
 TRANSACTION = "/var/lib/gpufabric/bonding/current"

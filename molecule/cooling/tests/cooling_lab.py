@@ -5,7 +5,6 @@ import json
 import os
 import socket
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -123,44 +122,6 @@ def assert_full_after_stop_action(host, expected_log):
     assert expected_log in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     return result
-
-
-class GarbageBMC:
-    """Takes the Redfish BMC's address and port and answers every request with bytes that are not HTTP."""
-
-    def __init__(self, address, port):
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((address, port))
-        self.sock.listen(8)
-        self.requests = 0
-        self.thread = threading.Thread(target=self.serve, daemon=True)
-        self.thread.start()
-
-    def serve(self):
-        while True:
-            try:
-                connection, unused = self.sock.accept()
-            except OSError:
-                return
-            with connection:
-                connection.settimeout(5)
-                try:
-                    connection.recv(65536)
-                    connection.sendall(b"\x00\xffBMC firmware update in progress\r\n\r\n")
-                except OSError:
-                    pass
-                self.requests += 1
-
-    def close(self):
-        # close() alone does not wake the thread blocked in accept(), which keeps the port listening (and the real
-        # BMC emulator then cannot bind it): shut the socket down first.
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.sock.close()
-        self.thread.join(10)
 
 
 def run_converge(extra_vars=None, tags=None):

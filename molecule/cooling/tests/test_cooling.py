@@ -17,8 +17,7 @@ from cooling_lab import (
     restart_service, set_cpu_temp, start_ipmi_sim, stop_daemon, wait_for,
 )
 
-# Each check through `podman exec` (a fraction of a second) rather than an Ansible run (1-3 s): testinfra's Ansible
-# backend has no podman connection of its own and falls back to running a module per command.
+# podman exec per check (why: tests/molecule_helpers.py)
 testinfra_hosts = ["podman://cooling-node1", "podman://cooling-node2"]
 
 

@@ -6,14 +6,19 @@ answering garbage, the IPMI BMC down) and the password file removed with the pas
 
 import json
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 from cooling_lab import (
-    CONFIG, ENDPOINT, LAB, METRICS, STOP_ACTION, GarbageBMC, assert_full_after_stop_action, journal, pwm,
+    CONFIG, ENDPOINT, LAB, METRICS, STOP_ACTION, assert_full_after_stop_action, journal, pwm,
     restart_service, run_converge, start_ipmi_sim, start_sushy, stop_daemon, stopped_service, wait_for, SLOW,
 )
 
-testinfra_hosts = ["podman://cooling-node2"]  # podman exec, as in test_cooling.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
+from garbage_bmc import GarbageBMC  # noqa: E402
+
+testinfra_hosts = ["podman://cooling-node2"]  # podman exec per check (why: tests/molecule_helpers.py)
 
 
 def test_bad_curves_and_a_missing_zone_fail_before_any_change_naming_the_variables(host):

@@ -5,8 +5,7 @@ Each podman exec costs a second or more on a loaded controller, so one command c
 
 import pytest
 
-# Checks through `podman exec`, not an Ansible module run per check (testinfra's ansible backend has no podman
-# connection and falls back to that: seconds per check).
+# podman exec per check (why: tests/molecule_helpers.py)
 testinfra_hosts = ["podman://nccl-node1", "podman://nccl-node2"]
 
 NODE1_CONF = [

@@ -8,8 +8,7 @@ import pytest
 
 from conftest import run_playbook, task_results
 
-# Checks through `podman exec`, not an Ansible module run per check (testinfra's ansible backend has no podman
-# connection and falls back to that: seconds per check).
+# podman exec per check (why: tests/molecule_helpers.py)
 testinfra_hosts = ["podman://rdma-node1", "podman://rdma-node2"]
 
 # Each node's mirror (molecule.yml): one per Debian release, as DOCA publishes them.

@@ -4,8 +4,7 @@ import json
 
 import pytest
 
-# Checks through `podman exec`, not an Ansible module run per check (testinfra's ansible backend has no podman
-# connection and falls back to that: seconds per check).
+# podman exec per check (why: tests/molecule_helpers.py)
 testinfra_hosts = ["podman://rdma-node1", "podman://rdma-node2"]
 
 INBOX_PACKAGES = ["rdma-core", "ibverbs-utils", "ibverbs-providers", "perftest", "infiniband-diags", "rdmacm-utils"]

@@ -10,7 +10,7 @@ import os
 import re
 import subprocess
 
-# podman exec per check, as in the other container scenarios (not an Ansible module run per check).
+# podman exec per check (why: tests/molecule_helpers.py)
 testinfra_hosts = ["podman://scheduler-ctl", "podman://scheduler-ctl13"]
 
 

@@ -16,8 +16,7 @@ import pytest
 
 THROTTLED = "verify-node3"
 NODES = ["verify-node1", "verify-node2", "verify-node3", "verify-node4"]
-# Checks through `podman exec`, not an Ansible module run per check (testinfra's ansible backend has no podman
-# connection and falls back to that: seconds per check).
+# podman exec per check (why: tests/molecule_helpers.py)
 testinfra_hosts = ["podman://" + name for name in NODES]
 REPORT_DIR = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent")) / "report"
 sys.path.insert(0, str(Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", ".")) / "tests" / "browser"))

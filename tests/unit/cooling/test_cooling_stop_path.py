@@ -7,15 +7,15 @@ files. The peers are real: ipmi_sim for IPMI, a local TCP server that answers ga
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 import yaml
+
+from garbage_bmc import GarbageBMC
 
 ROOT = Path(__file__).resolve().parents[3]
 PROFILES = yaml.safe_load((ROOT / "roles" / "cooling" / "vars" / "main.yml").read_text())["__cooling_ipmi_profiles"]
@@ -119,33 +119,6 @@ def test_invalid_bmc_url_costs_only_its_own_group(cooling_pkg, tmp_path):
     result = stop_action(cooling_pkg, config_path, record_path)
     assert (pwm(fan_a), pwm(fan_b)) == (255, 255)
     assert result.returncode == 1 and "fan group rack could not be made safe" in result.stderr
-
-
-class GarbageBMC:
-    """A TCP peer on 127.0.0.1 that answers every request with bytes that are not HTTP."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        self.requests = 0
-        self.thread = threading.Thread(target=self.serve, daemon=True)
-        self.thread.start()
-
-    def serve(self):
-        while True:
-            try:
-                connection, unused = self.sock.accept()
-            except OSError:
-                return
-            with connection:
-                connection.recv(65536)
-                self.requests += 1
-                connection.sendall(b"\x00\xffSMASH garbage from a rebooting BMC\r\n\r\n")
-
-    def close(self):
-        self.sock.close()
 
 
 def test_bmc_returning_garbage_fails_its_group_and_every_other_fan_goes_full(cooling_pkg, tmp_path):
