@@ -16,7 +16,8 @@ description:
     C(auto) and C(none), which require nothing)."
   - "A running charon is judged by the ML-KEM key exchanges its own C(swanctl --list-algs) lists, whatever its
     version: Debian 13's 6.0.1 parses C(ke1_mlkem768) but lists no ML-KEM. Where charon cannot be asked yet (not
-    installed), the version the host has or apt would install is compared with O(min_version)."
+    installed), the version the host has or apt would install must be 6.1 or later, the first whose Debian
+    packages offer ML-KEM."
   - The ipsec role's preflight runs it on each host's read of its strongSwan, before anything changes.
 options:
   _input:
@@ -37,10 +38,6 @@ options:
       could not be asked (not installed or not running).
     type: list
     elements: str
-  min_version:
-    description: The first strongSwan version whose Debian packages offer ML-KEM, for a host without a charon to ask.
-    type: str
-    default: "6.1"
 author:
   - gpufabric.core contributors (@gpufabric)
 """
@@ -65,10 +62,9 @@ _value:
 """
 
 
-def ipsec_pq_problem(pq_kex, host, version, listed_kems=None, min_version="6.1"):
+def ipsec_pq_problem(pq_kex, host, version, listed_kems=None):
     return pq_kex_problem(pq_kex, str(host), str(version or ""),
-                          listed_kems=None if listed_kems is None else [str(kem) for kem in listed_kems],
-                          min_version=str(min_version))
+                          listed_kems=None if listed_kems is None else [str(kem) for kem in listed_kems])
 
 
 class FilterModule:

@@ -514,13 +514,13 @@ def _version_tuple(version):
     return tuple(int(part) for part in re.findall(r"[0-9]+", str(version)))
 
 
-def pq_kex_problem(pq_kex, host, version, listed_kems=None, min_version=PQ_MIN_VERSION):
+def pq_kex_problem(pq_kex, host, version, listed_kems=None):
     """Why this host cannot do the ML-KEM that ipsec_pq_kex requires, naming the variable; '' when it can.
 
     A running charon is judged by what its own swanctl --list-algs lists (listed_kems, the ML_KEM_* names; None when
     charon could not be asked), whatever its version: Debian 13's 6.0.1 parses ke1_mlkem768 but lists no ML-KEM.
     Only where charon cannot be asked yet is the version (installed, or the one apt would install) compared with
-    min_version. Nothing is refused when nothing is required or no version is known (apt knew no strongSwan: the
+    PQ_MIN_VERSION. Nothing is refused when nothing is required or no version is known (apt knew no strongSwan: the
     role refuses that host for it elsewhere).
     """
     kem = required_kem(pq_kex)
@@ -534,9 +534,9 @@ def pq_kex_problem(pq_kex, host, version, listed_kems=None, min_version=PQ_MIN_V
                 " offer none, Debian testing's 6.1 does in its openssl plugin). Set ipsec_pq_kex to auto (ML-KEM"
                 " where both peers offer it) or none, or upgrade strongSwan."
                 % (pq_kex, version, host, kem, ", ".join(listed_kems) or "no ML-KEM"))
-    if _version_tuple(version) >= _version_tuple(min_version):
+    if _version_tuple(version) >= _version_tuple(PQ_MIN_VERSION):
         return ""
     return ("ipsec_pq_kex is %s (ML-KEM post-quantum key exchange, required), which needs strongSwan %s or later as"
             " Debian packages it; %s has (or would install) %s and no running charon to ask. Set ipsec_pq_kex to"
             " auto (ML-KEM where both peers offer it) or none, or upgrade strongSwan (Debian testing, forky)."
-            % (pq_kex, min_version, host, version))
+            % (pq_kex, PQ_MIN_VERSION, host, version))
