@@ -4,7 +4,11 @@
 # Soft-RoCE, module options). Every VM has a management NIC (user-mode networking, SSH forwarded to 127.0.0.1)
 # and point-to-point data links to each other VM (two per pair, UDP sockets on 127.0.0.1). Everything a lab
 # starts is recorded in its state directory .lab/vm-<name>/ (PID files, monitor sockets, overlays), so `down`
-# stops exactly that and nothing else.
+# stops exactly that and nothing else. Every VM boots through the image's own bootloader (GRUB for BIOS in the
+# MBR of the image's disk, SeaBIOS being QEMU's default firmware), which loads Debian's /vmlinuz and /initrd.img:
+# an initramfs rebuilt or a kernel installed inside a VM is what its next boot uses (the rdma role's initramfs and
+# reboot flow), as on a real host. The kernel command line is the image's, the same for every VM: the hostname
+# and root's SSH key come from QEMU's fw_cfg.
 #
 #   scripts/vmlab.sh up [N]                  start N VMs (default 2), restoring a saved snapshot when there is one
 #   scripts/vmlab.sh down                    stop the lab's VMs by their recorded PIDs, remove state and inventory
@@ -36,7 +40,7 @@ SNAPSHOT_NAME=lab-ready
 BOOT_TIMEOUT=${GPUFABRIC_VMLAB_BOOT_TIMEOUT:-420}
 # Packages of the VM image: the roles' needs and the tools the scenarios run inside, since the management network
 # reaches nothing. Changing this list (or the image recipe below) changes the image's hash.
-IMAGE_PACKAGES=systemd,systemd-sysv,udev,kmod,dbus,openssh-server,python3,python3-apt,iproute2,iputils-ping,sudo,procps,ca-certificates,netbase,less,initramfs-tools,linux-image-amd64,rdma-core,ibverbs-providers,ibverbs-utils,infiniband-diags,perftest,rdmacm-utils,iperf3,strongswan-swanctl,charon-systemd,strongswan-pki,libcharon-extra-plugins,libstrongswan-standard-plugins,libstrongswan-extra-plugins,tcpdump,ethtool,e2fsprogs
+IMAGE_PACKAGES=systemd,systemd-sysv,udev,kmod,dbus,openssh-server,python3,python3-apt,iproute2,iputils-ping,sudo,procps,ca-certificates,netbase,less,initramfs-tools,linux-image-amd64,rdma-core,ibverbs-providers,ibverbs-utils,infiniband-diags,perftest,rdmacm-utils,iperf3,strongswan-swanctl,charon-systemd,strongswan-pki,libcharon-extra-plugins,libstrongswan-standard-plugins,libstrongswan-extra-plugins,tcpdump,ethtool,e2fsprogs,grub-pc-bin
 
 die() { echo "vmlab: $*" >&2; exit 1; }
 log() { echo "vmlab: $*" >&2; }
@@ -59,7 +63,7 @@ source "$ROOT/scripts/debian-mirror.sh"
 
 image_tag() {
     # The recipe: this file's image functions, the package list and the mirror.
-    { sed -n '/^build_image()/,/^}/p;/^guest_files()/,/^}/p' "${BASH_SOURCE[0]}"; echo "$IMAGE_PACKAGES"; debian_mirror; } |
+    { sed -n '/^build_image()/,/^}/p;/^guest_files()/,/^}/p;/^make_bootable_disk()/,/^}/p' "${BASH_SOURCE[0]}"; echo "$IMAGE_PACKAGES"; debian_mirror; } |
         sha256sum | cut -c1-12
 }
 
@@ -67,7 +71,7 @@ image_tag() {
 # made at first boot, root's authorized key and nothing else read from QEMU's fw_cfg (so one image serves every lab).
 guest_files() {
     local rootfs=$1
-    echo '/dev/vda / ext4 rw,errors=remount-ro 0 1' >"$rootfs/etc/fstab"
+    echo '/dev/vda1 / ext4 rw,errors=remount-ro 0 1' >"$rootfs/etc/fstab"
     printf '[Match]\nName=ens3\n\n[Network]\nDHCP=ipv4\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n' \
         >"$rootfs/etc/systemd/network/10-vmlab-management.network"
     cat >"$rootfs/etc/systemd/system/vmlab-ssh-hostkeys.service" <<'UNIT'
@@ -97,8 +101,24 @@ ExecStart=/bin/sh -c 'install -d -m 0700 /root/.ssh && install -m 0600 /sys/firm
 [Install]
 WantedBy=multi-user.target
 UNIT
+    # The VM's name, also from fw_cfg: the kernel command line is GRUB's, the same for every VM.
+    cat >"$rootfs/etc/systemd/system/vmlab-hostname.service" <<'UNIT'
+[Unit]
+Description=Set the hostname given by the VM lab (QEMU fw_cfg)
+DefaultDependencies=no
+After=systemd-remount-fs.service
+Before=systemd-networkd.service ssh.service sysinit.target
+
+[Service]
+Type=oneshot
+ExecStartPre=/sbin/modprobe qemu_fw_cfg
+ExecStart=/bin/sh -c 'cat /sys/firmware/qemu_fw_cfg/by_name/opt/gpufabric/hostname/raw >/etc/hostname && cat /etc/hostname >/proc/sys/kernel/hostname'
+
+[Install]
+WantedBy=sysinit.target
+UNIT
     chroot "$rootfs" systemctl enable systemd-networkd.service vmlab-ssh-hostkeys.service \
-        vmlab-authorized-key.service ssh.service >/dev/null 2>&1
+        vmlab-authorized-key.service vmlab-hostname.service ssh.service >/dev/null 2>&1
     # Nothing waits for the data links, and no one logs in on a console.
     chroot "$rootfs" systemctl mask systemd-networkd-wait-online.service getty@tty1.service \
         serial-getty@ttyS0.service apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service \
@@ -145,18 +165,51 @@ build_image() {
     guest_files "$rootfs"
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb
     mkdir -p "$dir.tmp"
-    # QEMU boots this kernel and initramfs directly; the modules are those of the image.
+    # The image's kernel, for the accelerator probe only: every VM boots through the image's own GRUB.
     local kernel
     kernel=$(basename "$(ls "$rootfs"/boot/vmlinuz-*)")
     cp "$rootfs/boot/$kernel" "$dir.tmp/vmlinuz"
-    cp "$rootfs/boot/initrd.img-${kernel#vmlinuz-}" "$dir.tmp/initrd.img"
     echo "${kernel#vmlinuz-}" >"$dir.tmp/kernel-release"
     # shellcheck disable=SC2016  # dpkg-query's own format, not a shell expansion
     chroot "$rootfs" dpkg-query -W -f '${Version}\n' "linux-image-${kernel#vmlinuz-}" >"$dir.tmp/kernel-version"
-    mkfs.ext4 -q -F -L vmlab-root -d "$rootfs" "$dir.tmp/root.raw" 4G
+    make_bootable_disk "$rootfs" "$dir.tmp/root.raw"
     qemu-img convert -O qcow2 "$dir.tmp/root.raw" "$dir.tmp/base.qcow2"
     rm -f "$dir.tmp/root.raw"
     mv "$dir.tmp" "$dir"
+}
+
+# The disk, made in a plain file without loop devices, mounts or a bootloader installed by the host: an MBR with
+# one Linux partition at 1 MiB holding the root filesystem (mkfs.ext4 -d writes it at that offset), GRUB's boot
+# sector in the MBR and its core image in the gap before the partition. GRUB for BIOS (SeaBIOS is QEMU's default
+# firmware), made in the image's chroot from grub-pc-bin: grub-mkimage writes core.img's blocklist for sectors that
+# follow its first one, and boot.img reads core.img from sector 1, their defaults, so two dd's place them as
+# grub-bios-setup would and nothing needs a block device. The embedded configuration boots Debian's own /vmlinuz
+# and /initrd.img symlinks: an initramfs rebuilt in the guest (update-initramfs) and a kernel upgrade take
+# effect at the next boot, as on a real host, which QEMU's -kernel/-initrd never showed.
+make_bootable_disk() {
+    local rootfs=$1 disk=$2 grub=$1/usr/lib/grub/i386-pc
+    [[ -e "$rootfs/vmlinuz" && -e "$rootfs/initrd.img" ]] || die "the image has no /vmlinuz and /initrd.img symlinks"
+    printf '%s\n' 'set root=(hd0,msdos1)' 'linux /vmlinuz root=/dev/vda1 rw console=ttyS0' 'initrd /initrd.img' 'boot' \
+        >"$rootfs/tmp/vmlab-grub.cfg"
+    chroot "$rootfs" grub-mkimage -O i386-pc -d /usr/lib/grub/i386-pc -o /tmp/vmlab-core.img -p '(hd0,msdos1)/boot/grub' \
+        -c /tmp/vmlab-grub.cfg biosdisk part_msdos ext2 linux boot
+    mv "$rootfs/tmp/vmlab-core.img" "$disk.core"
+    rm -f "$rootfs/tmp/vmlab-grub.cfg"
+    (($(stat -c %s "$disk.core") < 2047 * 512)) || die "GRUB's core image does not fit before the partition"
+    mkfs.ext4 -q -F -L vmlab-root -d "$rootfs" -E offset=$((2048 * 512)) "$disk" 4G
+    # The partition table (one bootable Linux partition, LBA only) and the boot signature.
+    python3 - "$disk" <<'PY'
+import os, struct, sys
+sectors = os.path.getsize(sys.argv[1]) // 512
+entry = struct.pack("<B3sB3sII", 0x80, b"\xfe\xff\xff", 0x83, b"\xfe\xff\xff", 2048, sectors - 2048)
+with open(sys.argv[1], "r+b") as disk:
+    disk.seek(446)
+    disk.write(entry + bytes(48) + b"\x55\xaa")
+PY
+    # boot.img's code only (the first 440 bytes), not over the partition table.
+    dd if="$grub/boot.img" of="$disk" bs=440 count=1 conv=notrunc status=none
+    dd if="$disk.core" of="$disk" bs=512 seek=1 conv=notrunc status=none
+    rm -f "$disk.core"
 }
 
 ensure_image() {
@@ -270,21 +323,20 @@ qemu_start() {
     local args=(-name "$name" -machine pc -m "$MEMORY" -smp 1 -nodefaults -no-user-config -display none
         -daemonize -pidfile "$STATE_DIR/$name.pid" -serial "file:$STATE_DIR/$name.console.log"
         -monitor "unix:$STATE_DIR/$name.monitor,server=on,wait=off"
-        -kernel "$image/vmlinuz" -initrd "$image/initrd.img"
-        -append "root=/dev/vda rw console=ttyS0 systemd.hostname=$name"
         -fw_cfg "name=opt/gpufabric/authorized_keys,file=$STATE_DIR/id_ed25519.pub"
+        -fw_cfg "name=opt/gpufabric/hostname,string=$name"
         -drive "file=$STATE_DIR/$name.qcow2,if=none,id=disk0,format=qcow2,cache=unsafe,discard=unmap"
-        -device "virtio-blk-pci,drive=disk0,addr=0x10"
+        -device "virtio-blk-pci,drive=disk0,addr=0x10,bootindex=0"
         -device "virtio-rng-pci,addr=0x11"
         -netdev "user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22"
-        -device "virtio-net-pci,netdev=mgmt,id=nic-ens3,mac=$(mac_of "$i" 3),addr=0x3")
+        -device "virtio-net-pci,netdev=mgmt,id=nic-ens3,mac=$(mac_of "$i" 3),addr=0x3,romfile=")
     local node nic _peer _peer_nic lport pport slot
     while read -r node nic _peer _peer_nic lport pport; do
         [[ "$node" == "$name" ]] || continue
         slot=${nic#ens}
         # Without a reported speed and duplex the bonding driver never negotiates LACP on virtio-net.
         args+=(-netdev "socket,id=$nic,udp=127.0.0.1:$pport,localaddr=127.0.0.1:$lport"
-            -device "virtio-net-pci,netdev=$nic,id=nic-$nic,mac=$(mac_of "$i" "$slot"),addr=$(printf '0x%x' "$slot"),speed=100000,duplex=full")
+            -device "virtio-net-pci,netdev=$nic,id=nic-$nic,mac=$(mac_of "$i" "$slot"),addr=$(printf '0x%x' "$slot"),speed=100000,duplex=full,romfile=")
     done <"$STATE_DIR/links"
     [[ "$restore" == yes ]] && args+=(-loadvm "$SNAPSHOT_NAME")
     # shellcheck disable=SC2046  # the accelerator's options are separate words

@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rdma role on two VMs with Debian's kernel and Soft-RoCE rails, read back from the kernel.
 
-The files the role wrote for module options and boot-time modules, the options in effect after a reload, the
-modules it loaded, memlock as PAM and systemd give it. The topology facts are gathered live by the collection's own
+The files the role wrote for module options and boot-time modules, the initramfs it rebuilt and booted through
+the image's GRUB after its reboot, the options in effect after that boot, the modules it loaded, memlock as PAM and
+systemd give it. The topology facts are gathered live by the collection's own
 module and compared with what ibv_devinfo -v and sysfs say; the nccl role's NCCL_IB_HCA and NCCL_IB_GID_INDEX are
 compared with sysfs; the verify role's perftest sweep between the VMs is run, gated and its report read.
 """
@@ -15,6 +16,7 @@ import hashlib
 import ipaddress
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -45,8 +47,8 @@ def topology(host):
 
 
 def test_module_options_and_boot_modules_written_and_modules_loaded(host):
-    # The options apply at the next load of ib_core (loaded by prepare.yml before they were written): the test
-    # below reads them back after side_effect.yml reloaded the modules.
+    # The options apply at the next load of ib_core (loaded by prepare.yml before they were written): the tests
+    # below read them back after the role's reboot.
     text = host.file("/etc/modprobe.d/gpufabric-rdma.conf").content_string
     for module, options in OPTIONS.items():
         assert "options %s %s" % (module, " ".join("%s=%s" % item for item in options.items())) in text
@@ -57,13 +59,34 @@ def test_module_options_and_boot_modules_written_and_modules_loaded(host):
         assert host.file("/sys/module/%s" % module).is_directory, module
 
 
+def test_the_role_rebooted_through_grub_into_the_initramfs_it_rebuilt(host):
+    # GRUB's command line (the image's embedded configuration, scripts/vmlab.sh), not QEMU's -append: GRUB's
+    # linux command puts BOOT_IMAGE first.
+    assert host.file("/proc/cmdline").content_string.split() == [
+        "BOOT_IMAGE=/vmlinuz", "root=/dev/vda1", "rw", "console=ttyS0"]
+    initrd = "/boot/initrd.img-" + host.check_output("uname -r")
+    # Rebuilt by the role (prepare.yml recorded the image's own), before this boot (the role's reboot).
+    before = host.file("/var/lib/vmlab-initrd-before.sha256").content_string.split()[0]
+    assert host.check_output("sha256sum %s" % initrd).split()[0] != before
+    booted = int(host.check_output("awk '/^btime/ {print $2}' /proc/stat"))
+    assert int(host.check_output("stat -c %%Y %s" % initrd)) < booted
+    # It holds the role's modprobe.d file, and it is the one this boot loaded: the kernel freed exactly its size
+    # (x86 frees the initrd up to the next page boundary).
+    assert "etc/modprobe.d/gpufabric-rdma.conf" in host.check_output("lsinitramfs %s" % initrd).splitlines()
+    freed = re.findall(r"^Freeing initrd memory: (\d+)K$", host.check_output("journalctl -k -b -o cat"), re.M)
+    size = int(host.check_output("stat -c %%s %s" % initrd))
+    assert freed == [str(-(-size // 4096) * 4)], (freed, size)
+    # The reboot cleared the role's marker (/run is a tmpfs).
+    assert not host.file("/run/gpufabric/rdma-reboot-required").exists
+
+
 def test_module_options_in_effect_read_back_from_sys_module(host):
-    # side_effect.yml unloaded ib_core with every module holding it and let systemd-modules-load load the modules
-    # of modules-load.d, as a boot does: the values the kernel holds now are those modprobe.d gave it.
+    # The role rebooted the VM after writing modprobe.d: the values the kernel holds now are those the modules got
+    # at boot.
     for module, options in OPTIONS.items():
         for name, value in options.items():
             assert host.file("/sys/module/%s/parameters/%s" % (module, name)).content_string.strip() == value, name
-    # The rails are back (side_effect.yml recreated them) for the tests that follow.
+    # The rails are back (prepare.yml's boot unit made them again) for the tests that follow.
     assert host.file("/sys/class/infiniband/rxe0/ports/1").is_directory
 
 
