@@ -40,7 +40,7 @@ SNAPSHOT_NAME=lab-ready
 BOOT_TIMEOUT=${GPUFABRIC_VMLAB_BOOT_TIMEOUT:-420}
 # Packages of the VM image: the roles' needs and the tools the scenarios run inside, since the management network
 # reaches nothing. Changing this list (or the image recipe below) changes the image's hash.
-IMAGE_PACKAGES=systemd,systemd-sysv,udev,kmod,dbus,openssh-server,python3,python3-apt,iproute2,iputils-ping,sudo,procps,ca-certificates,netbase,less,initramfs-tools,linux-image-amd64,rdma-core,ibverbs-providers,ibverbs-utils,infiniband-diags,perftest,rdmacm-utils,iperf3,strongswan-swanctl,charon-systemd,strongswan-pki,libcharon-extra-plugins,libstrongswan-standard-plugins,libstrongswan-extra-plugins,tcpdump,ethtool,e2fsprogs,grub-pc-bin
+IMAGE_PACKAGES=systemd,systemd-sysv,udev,kmod,dbus,openssh-server,python3,python3-apt,iproute2,iputils-ping,sudo,procps,ca-certificates,netbase,less,initramfs-tools,linux-image-amd64,rdma-core,ibverbs-providers,ibverbs-utils,infiniband-diags,perftest,rdmacm-utils,iperf3,strongswan-swanctl,charon-systemd,strongswan-pki,python3-cryptography,libcharon-extra-plugins,libstrongswan-standard-plugins,libstrongswan-extra-plugins,tcpdump,ethtool,e2fsprogs,grub-pc-bin
 
 die() { echo "vmlab: $*" >&2; exit 1; }
 log() { echo "vmlab: $*" >&2; }

@@ -59,8 +59,11 @@ def wait_for(predicate, timeout, step=2):
         time.sleep(step)
 
 
-def test_lacp_partner_negotiated_on_both_members(host):
+def test_lacp_partner_negotiated_on_both_members(host, capsys):
     text = read_bond(host)
+    # In the test log, so that each run shows what the kernel negotiated.
+    with capsys.disabled():
+        print("\n/proc/net/bonding/bond0 on %s:\n%s" % (name_of(host), text))
     bond = parse_bonding(text)
     # The partner is the other VM's bond: its LACP system MAC and key, as the other VM's kernel shows them.
     peer = parse_bonding(read_bond(peer_of(host)))

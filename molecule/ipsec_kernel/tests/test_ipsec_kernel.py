@@ -89,7 +89,7 @@ def test_strongswan_reports_the_pair_installed(host):
     assert (child["protocol"], child["mode"], child["udp_encap"]) == ("ESP", "TUNNEL", False), child
 
 
-def test_traffic_over_the_data_link_is_counted_on_the_sas(host):
+def test_traffic_over_the_data_link_is_counted_on_the_sas(host, capsys):
     name = name_of(host)
     before_out, before_in = pair_states(host)
     ping = host.run("ping -c 5 -i 0.3 -W 5 -I %s %s" % (ADDRESS[name], ADDRESS[PEER[name]]))
@@ -98,6 +98,10 @@ def test_traffic_over_the_data_link_is_counted_on_the_sas(host):
     # 5 echo requests out and 5 replies in, each at least 84 bytes of IP.
     assert after_out["packets"] - before_out["packets"] >= 5 and after_out["bytes"] - before_out["bytes"] >= 5 * 84
     assert after_in["packets"] - before_in["packets"] >= 5 and after_in["bytes"] - before_in["bytes"] >= 5 * 84
+    # In the test log with the counters, the key material replaced.
+    with capsys.disabled():
+        print("\nip -s xfrm state on %s (keys replaced by 0x<key>):\n%s" % (
+            name, re.sub(r"0x[0-9a-f]{16,}", "0x<key>", host.check_output("ip -s xfrm state"))))
 
 
 def _pcap_ipv4(data):

@@ -98,7 +98,10 @@ def test_memlock_unlimited_for_a_login_shell_and_for_services(host):
     assert host.check_output("systemd-run --quiet --wait --pipe sh -c 'ulimit -l'") == "unlimited"
 
 
-def test_topology_ports_link_layer_and_netdevs_match_ibv_devinfo(host, topology):
+def test_topology_ports_link_layer_and_netdevs_match_ibv_devinfo(host, topology, capsys):
+    # In the test log, so that each run shows the devices the kernel made.
+    with capsys.disabled():
+        print("\nibv_devinfo on %s:\n%s" % (name_of(host), host.check_output("ibv_devinfo")))
     verbs = {device["name"]: device for device in parse_ibv_devinfo(host.check_output("ibv_devinfo -v"))["devices"]}
     assert topology["rdma"]["available"] is True
     devices = {device["name"]: device for device in topology["rdma"]["devices"]}
@@ -222,7 +225,7 @@ def sweep():
     return run.returncode, output, json.loads(report.read_text())
 
 
-def test_perftest_per_rail_over_the_vlan_gid_between_the_vms_passes_its_gate(host, sweep):
+def test_perftest_per_rail_over_the_vlan_gid_between_the_vms_passes_its_gate(host, sweep, capsys):
     if name_of(host) != "vm02":
         pytest.skip("vm02 carries the reachable gate")
     _rc, output, report = sweep
@@ -241,6 +244,13 @@ def test_perftest_per_rail_over_the_vlan_gid_between_the_vms_passes_its_gate(hos
         # One direction (verify_fabric.yml): ib_write_bw writes from the client to the server.
         assert test["client_to_server_gbps"] > 0.001, test
     verdict = report["hosts"]["vm02"]
+    with capsys.disabled():
+        print("\nthe verify role's perftest sweep (report verify.json):")
+        for test in tests:
+            print("  rail %d: %s -> %.4f Gbit/s" % (test["rail"], test["command"], test["client_to_server_gbps"]))
+        print("  vm02: %s (gate %s Gbit/s); vm01: %s" % (
+            verdict["status"], sorted({rail["expected_gbps"] for rail in verdict["rails"].values()}),
+            report["hosts"]["vm01"]["status"]))
     assert verdict["status"] == "pass", verdict
     assert {rail["expected_gbps"] for rail in verdict["rails"].values()} == {0.001}
 
