@@ -10,7 +10,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # The lab's name first: env.sh points the fact cache at that lab's.
-export GPUFABRIC_LAB_NAME=gpufabric-bench GPUFABRIC_LAB_SUBNET=10.231.30.0/24
+export GPUFABRIC_LAB_NAME=gpufabric-bench GPUFABRIC_LAB_SUBNET=10.231.40.0/24
 # shellcheck source=scripts/env.sh
 source "$ROOT/scripts/env.sh"
 inventory=$ROOT/inventories/lab/$GPUFABRIC_LAB_NAME.yml

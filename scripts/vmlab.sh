@@ -13,6 +13,8 @@
 #   scripts/vmlab.sh up [N]                  start N VMs (default 2), restoring a saved snapshot when there is one
 #   scripts/vmlab.sh down                    stop the lab's VMs by their recorded PIDs, remove state and inventory
 #   scripts/vmlab.sh image                   build (or reuse) the base image only; prints its directory
+#   scripts/vmlab.sh snapshot [N]            build (or reuse) the image and the saved snapshot of N VMs; starts
+#                                            nothing that outlives it (make test runs it beside the lab images)
 #   scripts/vmlab.sh link NODE NIC off|on [--one-end]
 #                                            pull or restore a data cable, at both ends unless --one-end
 #   scripts/vmlab.sh ssh NODE [COMMAND...]   run a command on a VM as root
@@ -212,6 +214,17 @@ PY
     rm -f "$disk.core"
 }
 
+# One image and snapshot build at a time per cache: a lab started while another command (make test's
+# `snapshot`) builds them waits, then finds them made. fd 9 holds the lock until release_build_lock or the
+# script's exit; QEMU is started without it (it daemonizes and would hold the lock while the VM runs).
+take_build_lock() {
+    mkdir -p "$CACHE_DIR"
+    exec 9>"$CACHE_DIR/build.lock"
+    flock 9
+}
+
+release_build_lock() { exec 9>&-; }
+
 ensure_image() {
     local tag dir start
     tag=$(image_tag)
@@ -340,7 +353,7 @@ qemu_start() {
     done <"$STATE_DIR/links"
     [[ "$restore" == yes ]] && args+=(-loadvm "$SNAPSHOT_NAME")
     # shellcheck disable=SC2046  # the accelerator's options are separate words
-    qemu-system-x86_64 $(accel_args "$accel") "${args[@]}"
+    qemu-system-x86_64 $(accel_args "$accel") "${args[@]}" 9>&-
 }
 
 # One HMP command on a VM's monitor socket; prints its output, fails when QEMU answers with an error.
@@ -516,12 +529,14 @@ restore() {
     log "$count VM(s) restored from ${snapdir#"$ROOT"/} in $((SECONDS - start)) s ($accel)"
 }
 
+# Start a lab of N VMs; with "save-only", only make sure the snapshot of such a lab exists, and leave nothing running.
 lab_up() {
-    local count=$1 image accel snapdir
+    local count=$1 mode=${2:-start} image accel snapdir
     validate_count "$count"
     count=$((10#$count))
     validate_settings
     host_setup
+    take_build_lock
     image=$(ensure_image)
     lab_down
     # A failed start leaves nothing behind.
@@ -536,12 +551,20 @@ lab_up() {
     # A snapshot holds the devices of a lab of this size, on this accelerator, with this memory size.
     snapdir=$image/snapshot-$accel-n$count-m$MEMORY
     if [[ "${GPUFABRIC_VMLAB_SNAPSHOT:-1}" == 0 ]]; then
+        release_build_lock
         ssh-keygen -q -t ed25519 -N '' -C "gpufabric-$LAB_NAME" -f "$STATE_DIR/id_ed25519"
         boot_and_save "$count" "$image" "$accel" "$snapdir"
     else
         if [[ ! -d "$snapdir" ]]; then
             ssh-keygen -q -t ed25519 -N '' -C "gpufabric-$LAB_NAME" -f "$STATE_DIR/id_ed25519"
             boot_and_save "$count" "$image" "$accel" "$snapdir"
+        fi
+        release_build_lock
+        if [[ "$mode" == save-only ]]; then
+            trap - ERR
+            lab_down
+            log "snapshot ready: ${snapdir#"$ROOT"/}"
+            return
         fi
         restore "$count" "$image" "$accel" "$snapdir"
     fi
@@ -575,7 +598,12 @@ case "${1:-}" in
         lab_up "${2:-${GPUFABRIC_VMLAB_NODES:-2}}"
         ;;
     down) lab_down; log "lab $LAB_NAME removed" ;;
-    image) host_setup; ensure_image ;;
+    image) host_setup; take_build_lock; ensure_image ;;
+    snapshot)
+        (($# <= 2)) || die "usage: scripts/vmlab.sh snapshot [N]"
+        [[ "${GPUFABRIC_VMLAB_SNAPSHOT:-1}" != 0 ]] || die "snapshot with GPUFABRIC_VMLAB_SNAPSHOT=0 saves nothing"
+        lab_up "${2:-${GPUFABRIC_VMLAB_NODES:-2}}" save-only
+        ;;
     link)
         [[ $# == 4 || ($# == 5 && "$5" == --one-end) ]] || die "usage: scripts/vmlab.sh link NODE NIC off|on [--one-end]"
         set_link "$2" "$3" "$4" "$([[ "${5:-}" == --one-end ]] && echo one || echo both)"
@@ -591,5 +619,5 @@ case "${1:-}" in
         node_index "$2" >/dev/null
         monitor "$2" "$3"
         ;;
-    *) die "usage: scripts/vmlab.sh up [N] | down | image | link NODE NIC off|on [--one-end] | ssh NODE [COMMAND...] | monitor NODE COMMAND" ;;
+    *) die "usage: scripts/vmlab.sh up [N] | down | image | snapshot [N] | link NODE NIC off|on [--one-end] | ssh NODE [COMMAND...] | monitor NODE COMMAND" ;;
 esac

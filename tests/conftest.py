@@ -5,8 +5,10 @@ timers or rates: LACP and BFD timeouts, the bonding rollback, the cooling fail-s
 bandwidth gates, and the site test. They leave part of the CPU idle while they wait on those timers. The background
 worker runs everything else at a lower priority in that idle time: unit tests, sanity on each ansible-core line,
 lint, docs, the inventory checks, packaging, and the scenarios whose assertions hold at any speed (the container
-ipsec scenario among them: its waits poll for a state with a deadline, nothing measures a rate or a timer). Run
-without -n, as a developer running one file does, the tests run in one process as before.
+ipsec scenario among them: its waits poll for a state with a deadline, nothing measures a rate or a timer). The VM
+scenarios come last on the foreground worker, so that the image and snapshot scripts/test.sh builds for them in the
+background are ready when the first starts. Run without -n, as a developer running one file does, the tests run in
+one process as before.
 """
 
 import os
@@ -29,11 +31,18 @@ def group_of(nodeid):
     return "background"
 
 
+def is_vm_scenario(nodeid):
+    return re.match(r"tests/integration/test_molecule\.py::\w+\[\w+_kernel\]", nodeid) is not None
+
+
 # Before xdist's own hook, which reads the mark to keep each group on one worker.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     for item in items:
         item.add_marker(pytest.mark.xdist_group(group_of(item.nodeid)))
+    # The VM scenarios last on their worker: scripts/test.sh builds their image and snapshot in the background
+    # meanwhile, and the first of them would otherwise wait for it.
+    items.sort(key=lambda item: is_vm_scenario(item.nodeid))
 
 
 def pytest_runtest_setup(item):

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """scripts/vmlab.sh refuses bad input with a clear message before it starts, builds or removes anything.
 
-The VMs themselves run in the bonding_kernel Molecule scenario and the VM benchmark; these tests start none.
+The VMs themselves run in the *_kernel Molecule scenarios (whose snapshot `make test` saves first with `snapshot`) and
+the VM benchmark; these tests start none.
 """
 
 from __future__ import annotations
@@ -30,9 +31,16 @@ def run(*args, **env):
     ("4", "VM count must be from 1 to 3, got 4"),
     ("two", "VM count must be a whole number from 1 to 3, got 'two'"),
 ])
-def test_up_refuses_a_bad_count_before_anything_starts(count, message):
-    result = run("up", count)
+@pytest.mark.parametrize("command", ["up", "snapshot"])
+def test_up_and_snapshot_refuse_a_bad_count_before_anything_starts(command, count, message):
+    result = run(command, count)
     assert result.returncode == 1 and message in result.stderr
+    assert not (ROOT / ".lab" / ("vm-" + LAB)).exists()
+
+
+def test_snapshot_refuses_the_setting_that_saves_no_snapshot():
+    result = run("snapshot", "2", GPUFABRIC_VMLAB_SNAPSHOT="0")
+    assert result.returncode == 1 and "snapshot with GPUFABRIC_VMLAB_SNAPSHOT=0 saves nothing" in result.stderr
     assert not (ROOT / ".lab" / ("vm-" + LAB)).exists()
 
 
@@ -43,7 +51,8 @@ def test_link_and_ssh_refuse_a_vm_that_is_not_running():
     assert result.returncode == 1 and "unknown VM 'node1'" in result.stderr
 
 
-@pytest.mark.parametrize("args", [("link", "vm01", "ens4"), ("link", "vm01", "ens4", "off", "--both"), ("frobnicate",), ()])
+@pytest.mark.parametrize("args", [("link", "vm01", "ens4"), ("link", "vm01", "ens4", "off", "--both"), ("snapshot", "2", "3"),
+                                  ("frobnicate",), ()])
 def test_usage_errors(args):
     result = run(*args)
     assert result.returncode == 1 and "usage: scripts/vmlab.sh" in result.stderr

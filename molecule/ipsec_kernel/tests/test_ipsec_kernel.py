@@ -43,10 +43,11 @@ def peer_of(host):
     return testinfra.get_host("ansible://" + PEER[name_of(host)], ansible_inventory=host.backend.ansible_inventory)
 
 
-def xfrm_states(host):
-    """The kernel's SAs, keyed by (src, dst): algorithm, key length in bits, ICV bits, bytes, packets (no key)."""
+def xfrm_states(output):
+    """The kernel's SAs in `ip -s xfrm state` output, keyed by (src, dst): algorithm, key length in bits, ICV bits,
+    bytes, packets (no key)."""
     states = {}
-    for src, dst, body in _SA.findall(host.check_output("ip -s xfrm state")):
+    for src, dst, body in _SA.findall(output):
         aead = _AEAD.search(body)
         current = _CURRENT.search(body)
         states[(src, dst)] = {
@@ -60,16 +61,18 @@ def xfrm_states(host):
     return states
 
 
-def pair_states(host):
+def pair_states(host, output):
+    """This host's outbound and inbound SA with its peer in `ip -s xfrm state` output (None where missing)."""
     me, peer = ADDRESS[name_of(host)], ADDRESS[PEER[name_of(host)]]
-    states = xfrm_states(host)
+    states = xfrm_states(output)
     return states.get((me, peer)), states.get((peer, me))
 
 
 def test_the_child_sa_is_in_the_kernel_with_aes_gcm(host):
-    outbound, inbound = pair_states(host)
+    output = host.check_output("ip -s xfrm state")
+    outbound, inbound = pair_states(host, output)
     for sa in (outbound, inbound):
-        assert sa is not None, sorted(xfrm_states(host))
+        assert sa is not None, sorted(xfrm_states(output))
         # rfc4106(gcm(aes)) with a 288-bit key (AES-256 and the 32-bit salt) and a 128-bit ICV: aes256gcm16.
         assert sa["proto_esp"] and sa["aead"] == "rfc4106(gcm(aes))", sa
         assert (sa["key_bits"], sa["icv_bits"]) == (288, 128), sa
@@ -91,17 +94,18 @@ def test_strongswan_reports_the_pair_installed(host):
 
 def test_traffic_over_the_data_link_is_counted_on_the_sas(host, capsys):
     name = name_of(host)
-    before_out, before_in = pair_states(host)
+    before_out, before_in = pair_states(host, host.check_output("ip -s xfrm state"))
     ping = host.run("ping -c 5 -i 0.3 -W 5 -I %s %s" % (ADDRESS[name], ADDRESS[PEER[name]]))
     assert ping.rc == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
-    after_out, after_in = pair_states(host)
+    after = host.check_output("ip -s xfrm state")
+    after_out, after_in = pair_states(host, after)
     # 5 echo requests out and 5 replies in, each at least 84 bytes of IP.
     assert after_out["packets"] - before_out["packets"] >= 5 and after_out["bytes"] - before_out["bytes"] >= 5 * 84
     assert after_in["packets"] - before_in["packets"] >= 5 and after_in["bytes"] - before_in["bytes"] >= 5 * 84
     # In the test log with the counters, the key material replaced.
     with capsys.disabled():
         print("\nip -s xfrm state on %s (keys replaced by 0x<key>):\n%s" % (
-            name, re.sub(r"0x[0-9a-f]{16,}", "0x<key>", host.check_output("ip -s xfrm state"))))
+            name, re.sub(r"0x[0-9a-f]{16,}", "0x<key>", after)))
 
 
 def _pcap_ipv4(data):

@@ -100,9 +100,10 @@ def test_memlock_unlimited_for_a_login_shell_and_for_services(host):
 
 def test_topology_ports_link_layer_and_netdevs_match_ibv_devinfo(host, topology, capsys):
     # In the test log, so that each run shows the devices the kernel made.
+    verbose = host.check_output("ibv_devinfo -v")
     with capsys.disabled():
-        print("\nibv_devinfo on %s:\n%s" % (name_of(host), host.check_output("ibv_devinfo")))
-    verbs = {device["name"]: device for device in parse_ibv_devinfo(host.check_output("ibv_devinfo -v"))["devices"]}
+        print("\nibv_devinfo -v on %s:\n%s" % (name_of(host), verbose))
+    verbs = {device["name"]: device for device in parse_ibv_devinfo(verbose)["devices"]}
     assert topology["rdma"]["available"] is True
     devices = {device["name"]: device for device in topology["rdma"]["devices"]}
     assert sorted(devices) == sorted(verbs) == ["rxe0", "rxe1"]
@@ -244,15 +245,15 @@ def test_perftest_per_rail_over_the_vlan_gid_between_the_vms_passes_its_gate(hos
         # One direction (verify_fabric.yml): ib_write_bw writes from the client to the server.
         assert test["client_to_server_gbps"] > 0.001, test
     verdict = report["hosts"]["vm02"]
+    gates = {rail["expected_gbps"] for rail in verdict["rails"].values()}
     with capsys.disabled():
         print("\nthe verify role's perftest sweep (report verify.json):")
         for test in tests:
             print("  rail %d: %s -> %.4f Gbit/s" % (test["rail"], test["command"], test["client_to_server_gbps"]))
-        print("  vm02: %s (gate %s Gbit/s); vm01: %s" % (
-            verdict["status"], sorted({rail["expected_gbps"] for rail in verdict["rails"].values()}),
-            report["hosts"]["vm01"]["status"]))
+        print("  vm02: %s (gate %s Gbit/s); vm01: %s" % (verdict["status"], sorted(gates),
+                                                         report["hosts"]["vm01"]["status"]))
     assert verdict["status"] == "pass", verdict
-    assert {rail["expected_gbps"] for rail in verdict["rails"].values()} == {0.001}
+    assert gates == {0.001}
 
 
 def test_a_gate_the_measured_rate_cannot_reach_fails_the_host_and_the_report(host, sweep):
