@@ -22,17 +22,19 @@ BACKGROUND_SCENARIOS = {"discover", "ipsec", "nccl", "rdma", "scheduler"}
 BACKGROUND_NICENESS = 10
 
 
+def scenario_of(nodeid):
+    """The Molecule scenario a test_molecule.py test runs, else None."""
+    scenario = re.match(r"tests/integration/test_molecule\.py::\w+\[(\w+)\]", nodeid)
+    return scenario.group(1) if scenario else None
+
+
 def group_of(nodeid):
     if nodeid.startswith("tests/integration/test_site.py"):
         return "foreground"
-    scenario = re.match(r"tests/integration/test_molecule\.py::\w+\[(\w+)\]", nodeid)
-    if scenario and scenario.group(1) not in BACKGROUND_SCENARIOS:
+    scenario = scenario_of(nodeid)
+    if scenario and scenario not in BACKGROUND_SCENARIOS:
         return "foreground"
     return "background"
-
-
-def is_vm_scenario(nodeid):
-    return re.match(r"tests/integration/test_molecule\.py::\w+\[\w+_kernel\]", nodeid) is not None
 
 
 # Before xdist's own hook, which reads the mark to keep each group on one worker.
@@ -42,7 +44,7 @@ def pytest_collection_modifyitems(items):
         item.add_marker(pytest.mark.xdist_group(group_of(item.nodeid)))
     # The VM scenarios last on their worker: scripts/test.sh builds their image and snapshot in the background
     # meanwhile, and the first of them would otherwise wait for it.
-    items.sort(key=lambda item: is_vm_scenario(item.nodeid))
+    items.sort(key=lambda item: (scenario_of(item.nodeid) or "").endswith("_kernel"))
 
 
 def pytest_runtest_setup(item):
