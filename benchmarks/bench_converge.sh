@@ -62,9 +62,13 @@ if [[ "$smallest" != "$largest" ]]; then
     printf 'second converge growth / no-op growth: %.2f\n' \
         "$(ratio "$(ratio "${second[$largest]}" "${second[$smallest]}")" "$(ratio "${noop10[$largest]}" "${noop10[$smallest]}")")"
 fi
-echo "tasks per host of the second converge at $largest nodes (role_summary):"
+echo "tasks per host of the second converge at $largest nodes (role_summary; once: run_once tasks, which run on one"
+echo "host for the whole batch, mostly checks and reports on the controller):"
 sed -n '/GPUFABRIC ROLE SUMMARY/,$p' "$ROOT/.cache/bench-converge-second-$largest.log" |
     awk '/tasks\/host=/ {name = substr($0, 1, index($0, "  ok=") - 1); sub(/ +$/, "", name)
          match($0, /tasks\/host=[0-9]+ \(skipped [0-9]+\)/); split(substr($0, RSTART, RLENGTH), f, /[= ()]+/)
-         total += f[2]; skipped += f[4]; printf "  %-44s %4d tasks, %3d skipped\n", name, f[2], f[4]}
-         END {printf "  %-44s %4d tasks, %3d skipped\n", "total", total, skipped}'
+         once = match($0, /once=[0-9]+/) ? substr($0, RSTART + 5, RLENGTH - 5) : 0
+         total += f[2]; skipped += f[4]; once_total += once
+         printf "  %-66s %4d tasks, %3d skipped, %3d once\n", name, f[2], f[4], once}
+         END {printf "  %-66s %4d tasks, %3d skipped, %3d once\n", "total", total, skipped, once_total
+              printf "  every host runs %d tasks; the host that runs the run_once tasks %d\n", total, total + once_total}'

@@ -13,6 +13,9 @@ description:
     hosts on which its tasks were ok, changed, failed, unreachable or skipped, followed by every failed or unreachable
     host with the task and the first line of the error.
   - On a fleet this is the part of the output an operator reads first, so it names hosts, not counts only.
+  - Each line ends with the tasks one host ran in that role or play (the busiest host's count, skipped ones
+    included and also counted apart) and, apart, the tasks run once for the whole batch (C(run_once), such as
+    checks and reports on the controller), since such a task costs the controller once, not once per host.
   - A failure of a task tagged C(gpufabric_rollout_guard) (the batch guard of this collection's playbooks) is reported
     as the reason the rollout stopped, not as a failed host.
   - Enable it with C(callbacks_enabled) in C(ansible.cfg), as this collection's C(ansible.cfg) does.
@@ -41,8 +44,10 @@ class CallbackModule(CallbackBase):
         self._problems = []
         self._stops = []
         self._play = ""
-        # {section: {host: [tasks, skipped]}}
+        # {section: {host: [tasks, skipped]}}, tasks run once for the batch (run_once) left out
         self._task_counts = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+        # {section: {host: tasks run once for the batch}}
+        self._once_counts = defaultdict(lambda: defaultdict(int))
 
     def v2_playbook_on_play_start(self, play):
         self._play = play.get_name().strip() or "play"
@@ -56,9 +61,12 @@ class CallbackModule(CallbackBase):
         host = result._host.get_name()
         section = self._sections.setdefault(self._section(result), defaultdict(set))
         section[state].add(host)
-        counts = self._task_counts[self._section(result)][host]
-        counts[0] += 1
-        counts[1] += state == "skipped"
+        if result._task.run_once:
+            self._once_counts[self._section(result)][host] += 1
+        else:
+            counts = self._task_counts[self._section(result)][host]
+            counts[0] += 1
+            counts[1] += state == "skipped"
         if message is not None:
             first_line = (str(message).strip().splitlines() or [""])[0]
             self._problems.append((state, host, result._task.get_name(), first_line[:240]))
@@ -85,8 +93,10 @@ class CallbackModule(CallbackBase):
         width = max(len(name) for name in self._sections)
         for name, states in self._sections.items():
             counts = "  ".join("%s=%d" % (state, len(states.get(state, ()))) for state in _STATES)
-            tasks, skipped = max(self._task_counts[name].values())
-            self._display.display("%s  %s  tasks/host=%d (skipped %d)" % (name.ljust(width), counts, tasks, skipped))
+            tasks, skipped = max(self._task_counts[name].values(), default=[0, 0])
+            once = max(self._once_counts[name].values(), default=0)
+            self._display.display("%s  %s  tasks/host=%d (skipped %d)%s" % (
+                name.ljust(width), counts, tasks, skipped, "  once=%d" % once if once else ""))
         for state, host, task, message in self._problems:
             self._display.display("%s: %s in task '%s': %s" % (state.upper(), host, task, message), color="red")
         failed_hosts = sorted({host for _state, host, _task, _msg in self._problems})

@@ -9,6 +9,7 @@ before the module existed, byte for byte, so that upgrading the collection chang
 
 from __future__ import annotations
 
+import re
 import shlex
 
 HEADER = "Managed by Ansible (gpufabric.core.nccl); derived from the host's topology, edits are overwritten."
@@ -69,3 +70,26 @@ def value_problems(variables):
     """What no file may hold: a value spanning lines would start a new variable in every format."""
     return ["variables.%s: the value holds a line break" % name
             for name, value in variables.items() if "\n" in str(value) or "\r" in str(value)]
+
+
+# A line of a shell fragment or of /etc/environment that sets an NCCL variable (the environment wins over the file).
+_SETS_NCCL_VARIABLE = re.compile(r"^\s*(export\s+)?NCCL_[A-Z0-9_]+=", re.M)
+# Where login shells and PAM take their environment from.
+OTHER_SETTINGS_GLOBS = ("/etc/profile.d/*.sh", "/etc/*.sh", "/etc/environment")
+
+
+def conf_problems(text, variables, retired, conf_path):
+    """What is wrong with the configuration file's text read back: it must hold exactly the NAME=VALUE lines of
+    variables, in order, and none of the retired names. An empty list when it does."""
+    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    expected = ["%s=%s" % (name, value) for name, value in variables.items()]
+    left = [line for line in lines if line.split("=", 1)[0].strip() in retired]
+    if lines == expected and not left:
+        return []
+    return ["%s holds %s, expected %s (retired, must be absent: %s). Something else writes this file."
+            % (conf_path, lines, expected, ", ".join(retired))]
+
+
+def sets_nccl_variables(text):
+    """Whether a shell fragment or environment file sets an NCCL variable."""
+    return bool(_SETS_NCCL_VARIABLE.search(text))

@@ -57,6 +57,35 @@ options:
     description: Path of the NCCL topology file; empty leaves topology files alone.
     type: path
     default: ""
+  write:
+    description:
+      - V(false) writes nothing and only verifies (as with O(verify=always)); the role passes it when only the
+        C(nccl_verify) phase is selected by tags. RV(changes) then lists what a run that writes would change.
+    type: bool
+    default: true
+  verify:
+    description:
+      - When to read O(conf_path) back and look for other files that set NCCL variables (they win over
+        O(conf_path)). V(after_change) verifies only when this run changed a file, V(always) on every run (a
+        scheduled audit), V(never) never.
+      - The file must hold exactly the NAME=VALUE lines of O(variables), in order, and none of O(retired); otherwise
+        the module fails (something else writes the file). Other files that set NCCL variables are named in a
+        warning and in RV(other_settings).
+      - In check mode a file that would change is not read back (nothing was written).
+    type: str
+    choices: [after_change, always, never]
+    default: after_change
+  retired:
+    description: Variable names that must not be left in O(conf_path) (retired by NCCL, not set on purpose).
+    type: list
+    elements: str
+    default: []
+  other_settings_globs:
+    description:
+      - Where to look for other files that set NCCL variables. The files this module writes are left out.
+    type: list
+    elements: str
+    default: [/etc/profile.d/*.sh, /etc/*.sh, /etc/environment]
 attributes:
   check_mode:
     support: full
@@ -66,6 +95,7 @@ attributes:
     description: Returns the before and after text of every changed file.
 notes:
   - The directories of the files are created (mode 0755) when missing.
+  - The verification is part of this one task, so that a run that changes nothing runs no task of its own for it.
 seealso:
   - module: gpufabric.core.topology_facts
 """
@@ -93,8 +123,20 @@ files:
   type: list
   elements: str
   sample: [/etc/nccl.conf, /etc/profile.d/nccl.sh]
+verified:
+  description: Whether this run read the configuration back and looked for other NCCL settings (O(verify)).
+  returned: always
+  type: bool
+  sample: true
+other_settings:
+  description: Other files that set NCCL variables, which win over O(conf_path); empty when not verified.
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/profile.d/cuda-env.sh]
 """
 
+import glob
 import os
 import xml.dom.minidom
 
@@ -103,6 +145,33 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
 from ansible_collections.gpufabric.core.plugins.module_utils import nccl_config as nc
 from ansible_collections.gpufabric.core.plugins.module_utils import nccl_files as nf
+
+
+def verify(module, params, desired, unwritten, result):
+    """Read the configuration back (unless check mode left it unwritten) and name other files setting NCCL
+    variables; fails when the file is not what this module derives."""
+    result["verified"] = True
+    if not unwritten:
+        try:
+            text = ft.read_current(params["conf_path"])[0] or ""
+        except (OSError, ValueError) as exc:
+            module.fail_json(msg="Reading %s back failed: %s" % (params["conf_path"], exc), **result)
+        problems = nf.conf_problems(text, params["variables"], params["retired"], params["conf_path"])
+        if problems:
+            module.fail_json(msg=" ".join(problems), **result)
+    own = {entry["path"] for entry in desired}
+    others = []
+    for path in sorted({path for pattern in params["other_settings_globs"] for path in glob.glob(pattern)} - own):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                if nf.sets_nccl_variables(handle.read()):
+                    others.append(path)
+        except OSError:
+            continue
+    result["other_settings"] = others
+    if others:
+        module.warn("These files also set NCCL variables, and the environment wins over %s: %s. Remove the NCCL "
+                    "lines from them, or move their values into nccl_variables." % (params["conf_path"], ", ".join(others)))
 
 
 def main():
@@ -117,6 +186,10 @@ def main():
             "env_file_path": {"type": "path", "default": ""},
             "topology_xml": {"type": "str", "default": ""},
             "topology_xml_path": {"type": "path", "default": ""},
+            "write": {"type": "bool", "default": True},
+            "verify": {"type": "str", "choices": ["after_change", "always", "never"], "default": "after_change"},
+            "retired": {"type": "list", "elements": "str", "default": []},
+            "other_settings_globs": {"type": "list", "elements": "str", "default": list(nf.OTHER_SETTINGS_GLOBS)},
         },
         supports_check_mode=True,
     )
@@ -148,15 +221,17 @@ def main():
                 return "%s: /bin/sh -n refused it: %s" % (change["path"], err.strip())
         return None
 
-    result = {"changed": bool(changes), "changes": ft.summary(changes),
-              "files": [entry["path"] for entry in desired if entry["content"] is not None]}
-    if module._diff:
+    writes = bool(changes) and params["write"]
+    result = {"changed": writes, "changes": ft.summary(changes),
+              "files": [entry["path"] for entry in desired if entry["content"] is not None],
+              "verified": False, "other_settings": []}
+    if module._diff and writes:
         result["diff"] = ft.diff_entries(changes)
-    if changes and module.check_mode:
+    if writes and module.check_mode:
         problems = ft.check(changes, validate)
         if problems:
             module.fail_json(msg="Nothing would be written: %s" % "; ".join(problems), **result)
-    elif changes:
+    elif writes:
         directories = sorted({os.path.dirname(change["path"]) for change in changes if change["after"] is not None})
         try:
             problems = ft.apply(changes, validate=validate, make_directories=[(path, 0o755) for path in directories])
@@ -164,6 +239,8 @@ def main():
             module.fail_json(msg="Writing the NCCL files failed, the previous files were restored: %s" % exc, **result)
         if problems:
             module.fail_json(msg="Nothing was written: %s" % "; ".join(problems), **result)
+    if params["verify"] == "always" or not params["write"] or (params["verify"] == "after_change" and writes):
+        verify(module, params, desired, unwritten=writes and module.check_mode, result=result)
     module.exit_json(**result)
 
 

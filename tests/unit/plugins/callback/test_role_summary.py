@@ -1,7 +1,8 @@
-"""The role_summary callback counts, per role, the tasks one host ran and how many of them were skipped.
+"""The role_summary callback counts, per role, the tasks one host ran and how many of them were skipped, and apart
+the tasks run once for the batch.
 
 Runs a real ansible-playbook on two local hosts (local connection, nothing is contacted) with a throwaway role of
-three tasks, one of them skipped on one host, and a task outside the role.
+three tasks, one of them skipped on one host, and two tasks outside the role, one of them run once.
 """
 
 import os
@@ -39,6 +40,10 @@ PLAYBOOK = """
   tasks:
     - name: Outside the role
       ansible.builtin.ping:
+    - name: Once for the batch, skipped
+      ansible.builtin.ping:
+      run_once: true
+      when: false
 """
 
 
@@ -64,4 +69,5 @@ def test_tasks_per_host_and_skipped_per_role(tmp_path):
                           summary, re.M)
     assert role_line, summary
     assert role_line.group(1) == "tasks/host=3 (skipped 1)"
-    assert re.search(r"^play Counted play\s+ok=2 .* tasks/host=1 \(skipped 0\)$", summary, re.M), summary
+    # The run_once task is counted apart, on the one host that ran it, and not in that host's tasks.
+    assert re.search(r"^play Counted play\s+ok=2 .* skipped=1 +tasks/host=1 \(skipped 0\)  once=1$", summary, re.M), summary

@@ -54,3 +54,21 @@ def test_desired_files_writes_and_removes_what_the_options_say():
 def test_a_value_with_a_line_break_is_a_problem():
     assert nf.value_problems({"NCCL_IB_TIMEOUT": "22\nNCCL_DEBUG=INFO"}) == [
         "variables.NCCL_IB_TIMEOUT: the value holds a line break"]
+
+
+def test_conf_read_back_must_hold_exactly_the_variables_and_no_retired_name():
+    variables = {"NCCL_IB_HCA": "=mlx5_0:1", "NCCL_SOCKET_IFNAME": "=eth0"}
+    text = nf.conf_text(variables, [], "live")
+    assert nf.conf_problems(text, variables, ["NCCL_GRAPH_FILE"], "/etc/nccl.conf") == []
+    stale = text + "NCCL_GRAPH_FILE=/etc/old.xml\n"
+    [problem] = nf.conf_problems(stale, variables, ["NCCL_GRAPH_FILE"], "/etc/nccl.conf")
+    assert problem.startswith("/etc/nccl.conf holds [") and "retired, must be absent: NCCL_GRAPH_FILE" in problem
+    reordered = "NCCL_SOCKET_IFNAME==eth0\nNCCL_IB_HCA==mlx5_0:1\n"
+    assert nf.conf_problems(reordered, variables, [], "/etc/nccl.conf")
+
+
+def test_nccl_settings_in_shell_fragments_and_environment_files():
+    assert nf.sets_nccl_variables("export PATH=/bin\nexport NCCL_DEBUG=WARN\n")
+    assert nf.sets_nccl_variables("NCCL_SOCKET_IFNAME=eth0\n")
+    assert not nf.sets_nccl_variables("# NCCL_DEBUG=INFO\nexport CUDA_HOME=/usr/local/cuda\n")
+    assert not nf.sets_nccl_variables("echo NCCL_DEBUG=INFO\n")

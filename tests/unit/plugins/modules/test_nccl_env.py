@@ -79,3 +79,49 @@ def test_broken_xml_writes_nothing_at_all(tmp_path):
     assert result.get("failed") and "not well-formed XML" in result["msg"], result
     assert not (tmp_path / "nccl.conf").exists()
     assert not (tmp_path / "profile.d" / "nccl.sh").exists()
+
+
+def _verifying(tmp_path, **overrides):
+    """Arguments that verify, with other NCCL settings looked for inside the test's directory only."""
+    (tmp_path / "etc").mkdir(exist_ok=True)
+    return _args(tmp_path, other_settings_globs=[str(tmp_path / "etc" / "*.sh"), str(tmp_path / "profile.d" / "*.sh")],
+                 **overrides)
+
+
+def test_verifies_after_a_change_and_not_on_a_run_that_changes_nothing(tmp_path):
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "cuda.sh").write_text("export PATH=/usr/local/cuda/bin:$PATH\n  export NCCL_IB_HCA=mlx5\n")
+    (tmp_path / "etc" / "other.sh").write_text("export CUDA_HOME=/usr/local/cuda\n")
+    first = _run(_verifying(tmp_path))
+    assert first["changed"] and first["verified"], first
+    # The module's own profile script sets NCCL variables by design: only the other file is named.
+    assert first["other_settings"] == [str(tmp_path / "etc" / "cuda.sh")]
+    assert any("environment wins over %s" % (tmp_path / "nccl.conf") in warning for warning in first["warnings"])
+    again = _run(_verifying(tmp_path))
+    assert not again["changed"] and not again["verified"] and again["other_settings"] == [], again
+
+
+def test_always_verifies_and_fails_when_something_else_rewrote_the_file(tmp_path):
+    _run(_verifying(tmp_path))
+    conf = tmp_path / "nccl.conf"
+    conf.write_text(conf.read_text() + "NCCL_GRAPH_FILE=/etc/old.xml\n")
+    # Only reading: the file is named, not rewritten.
+    result = _run(_verifying(tmp_path, verify="always", write=False, retired=["NCCL_GRAPH_FILE"]))
+    assert result.get("failed") and not result["changed"], result
+    assert "Something else writes this file" in result["msg"] and "NCCL_GRAPH_FILE" in result["msg"]
+    assert [change["action"] for change in result["changes"]] == ["replace"]
+    assert conf.read_text().endswith("NCCL_GRAPH_FILE=/etc/old.xml\n")
+    # A run that writes puts it right and verifies what it wrote.
+    fixed = _run(_verifying(tmp_path, verify="always", retired=["NCCL_GRAPH_FILE"]))
+    assert fixed["changed"] and fixed["verified"] and not fixed.get("failed"), fixed
+
+
+def test_check_mode_does_not_read_back_what_it_did_not_write(tmp_path):
+    result = _run(_verifying(tmp_path, verify="always"), "--check")
+    assert result["changed"] and result["verified"] and not result.get("failed"), result
+    assert not (tmp_path / "nccl.conf").exists()
+
+
+def test_never_verifies(tmp_path):
+    result = _run(_verifying(tmp_path, verify="never"))
+    assert result["changed"] and not result["verified"], result
