@@ -81,6 +81,13 @@ options:
     description: Where sysfs is mounted (the RDMA devices are read from its class/infiniband).
     type: path
     default: /sys
+  service:
+    description:
+      - strongSwan's systemd unit, enabled and started (when not running) after the files are written, so that a new
+        host loads its configuration; a running one is left to the caller, which reloads or restarts it as
+        RV(load) and RV(restart) say. Empty leaves the unit alone.
+    type: str
+    default: ""
 attributes:
   check_mode:
     support: full
@@ -155,6 +162,12 @@ rdma_devices:
   type: list
   elements: str
   returned: always
+service_actions:
+  description: What was done to O(service) (or would be, in check mode).
+  type: list
+  elements: str
+  returned: always
+  sample: [enabled strongswan.service, started strongswan.service]
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -174,6 +187,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_config import
     roce_warning,
 )
 from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import InputError
+from ansible_collections.gpufabric.core.plugins.module_utils.systemd_units import UnitError, ensure_running
 from ansible_collections.gpufabric.core.plugins.module_utils.sysfs import collect_sysfs, rdma_devices
 
 _PUBLIC = 0o644
@@ -201,6 +215,7 @@ def main():
             crl_path=dict(type="path", default="/etc/swanctl/x509crl/gpufabric.crl"),
             crl=dict(type="str"),
             sysfs_root=dict(type="path", default="/sys"),
+            service=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -245,12 +260,19 @@ def main():
             apply(desired, current, change["changed"])
         except OSError as error:
             module.fail_json(msg=str(error), changed=False)
+    service_actions = []
+    if params["service"]:
+        try:
+            service_actions = ensure_running(module.run_command, params["service"], check_mode=module.check_mode)
+        except UnitError as error:
+            module.fail_json(msg=str(error), changed=bool(change["changed"]), changed_files=change["changed"])
 
     devices = rdma_devices(collect_sysfs(params["sysfs_root"]))
     unencrypted = roce_bypass(devices, params["mesh"].get("local_ts") or [])
     for entry in unencrypted:
         module.warn(roce_warning(entry))
-    result = dict(changed=bool(change["changed"]), changed_files=change["changed"], restart=change["restart"],
+    result = dict(changed=bool(change["changed"] or service_actions), changed_files=change["changed"],
+                  service_actions=service_actions, restart=change["restart"],
                   load=change["load"], ike_proposals=settings["ike_proposals"],
                   esp_proposals=settings["esp_proposals"], roce_unencrypted=unencrypted,
                   roce_warnings=[roce_warning(entry) for entry in unencrypted], rdma_devices=sorted(devices))
