@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The files of the cooling role, rendered from its validated input (pure functions, no host access).
+"""The files of the cooling role, rendered from its validated input, and the service state they call for.
 
-Used by gpufabric.core.cooling_config. The texts are what the role's templates and copy tasks wrote before the
+Used by gpufabric.core.cooling_config. The renderers are pure functions; service_actions reaches the host only
+through the systemctl runner it is given. The texts are what the role's templates and copy tasks wrote before the
 module existed (with Ansible's default ansible_managed), so that upgrading the collection restarts no controller.
 The controller's stop path (ExecStopPost ... stop-action) reads none of this code: it runs from the installed
 package alone, so a bug here can at worst leave the previous files in place.
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+
+from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
 
 MANAGED = "Ansible managed"
 PACKAGE = "gpufabric_cooling"
@@ -103,3 +106,18 @@ def package_name_problems(names):
     """Package file names must be plain .py names: they are joined to the package directory."""
     return ["package.%s: not a plain .py file name" % name for name in names
             if os.path.basename(name) != name or not name.endswith(".py") or name.startswith(".")]
+
+
+def service_actions(run, unit, enabled, files_changed=False, unit_changed=False, unit_present=True, check_mode=False):
+    """Bring the controller's unit to the state its files call for, once they are in place.
+
+    Enabled: daemon-reload when the unit file changed, enable, and start, or restart when any of its files changed
+    (a restart runs the unit's ExecStopPost stop-action before the new controller takes over). Turned off: stop and
+    disable a unit that is present; a missing unit is nothing to do. run is AnsibleModule.run_command; in check mode
+    only systemctl's queries run. Returns what was (or would be) done, e.g. ["daemon-reload", "restarted x.service"];
+    raises systemd_units.UnitError when systemctl refuses.
+    """
+    if not enabled:
+        return su.ensure_stopped(run, unit, check_mode=check_mode) if unit_present else []
+    actions = su.daemon_reload(run, check_mode=check_mode) if unit_changed else []
+    return actions + su.ensure_running(run, unit, restart=files_changed, check_mode=check_mode)

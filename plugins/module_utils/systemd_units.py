@@ -23,6 +23,15 @@ def _act(run, check_mode, verb, unit):
         raise UnitError("systemctl %s %s failed: %s (journalctl -u %s)" % (verb, unit, (err or out).strip(), unit))
 
 
+def daemon_reload(run, check_mode=False):
+    """Make systemd read unit files again (one of them changed). Returns ["daemon-reload"]; raises UnitError."""
+    if not check_mode:
+        rc, out, err = run(["systemctl", "daemon-reload"])
+        if rc != 0:
+            raise UnitError("systemctl daemon-reload failed: %s" % (err or out).strip())
+    return ["daemon-reload"]
+
+
 def is_enabled(run, unit):
     return run(["systemctl", "is-enabled", "--quiet", unit])[0] == 0
 

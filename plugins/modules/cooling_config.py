@@ -7,16 +7,20 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: cooling_config
-short_description: Write every file of the gpufabric-cooling controller as one transaction
+short_description: Write every file of the gpufabric-cooling controller as one transaction and run its service
 version_added: "0.1.0"
 description:
   - Installs the controller package, the C(gpufabric-cooling) command, the JSON configuration, the BMC password
     files and the systemd unit, all of them or none. The configuration is checked first with the same
     C(policy_problems) code the controller's C(check-config) runs; each file is then staged next to its target and
     renamed into place, and when a step fails the files already replaced are restored.
+  - Then brings O(service) to match; it reloads systemd when the unit file changed, enables the unit, and starts it, or
+    restarts it when any of its files changed. A restart runs the unit's C(ExecStopPost) stop path (the fans'
+    stop duty) before the new controller takes over. A unit already enabled and running with unchanged files is
+    left alone.
   - Passwords are written to 0600 files and never appear in the result or the diff (their size is shown instead).
-  - With O(enabled=false) only the password files are managed, and removed; the service itself is stopped by the
-    role.
+  - With O(enabled=false) only the password files are managed, and removed, and the service is stopped and disabled
+    when its unit file is present (a missing unit is not an error).
   - The controller's stop path (C(ExecStopPost) ... C(stop-action)) does not use this module; it runs from the
     installed package alone.
   - Used by the P(gpufabric.core.cooling#role) role.
@@ -72,9 +76,14 @@ options:
     type: path
     default: /usr/local/sbin/gpufabric-cooling
   unit_file:
-    description: The systemd unit.
+    description: The systemd unit file of O(service).
     type: path
     default: /etc/systemd/system/gpufabric-cooling.service
+  service:
+    description: The controller's systemd unit (the role's C(gpufabric-cooling.service)), started, or stopped when
+      O(enabled=false), after the files are in place. Empty leaves the service alone and only writes the files.
+    type: str
+    default: ""
   failsafe_record:
     description: The fail-safe record the controller writes at start and C(stop-action) reads first.
     type: path
@@ -91,30 +100,33 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Validates the configuration and reports the files that would change, with a diff; writes nothing.
+    description: Validates the configuration and reports the files that would change, with a diff, and what would
+      be done to the service (systemd is only asked); writes nothing, starts and stops nothing.
   diff_mode:
     support: full
     description: Returns the before and after text of every changed file, the password files' sizes only.
 notes:
   - Runs as root; the files are owned by the user the module runs as.
+  - Needs systemd (C(systemctl)) when O(service) is set.
+  - When the service fails to start the task fails with the new files in place and names the unit's journal; the
+    unit's C(ExecStopPost) stop path has set the fans' stop duty by then.
 seealso:
   - module: gpufabric.core.cooling_gpu_policy
 """
 
 EXAMPLES = r"""
-- name: Write the controller's files
+- name: Write the controller's files, then enable and start it (restarted when its files changed)
   gpufabric.core.cooling_config:
     config: "{{ cooling_policy }}"
     package: "{{ cooling_package_files }}"
     ipmi_password: "{{ vault_ipmi_password }}"
+    service: gpufabric-cooling.service
   register: cooling_files
 
-- name: Restart the controller when its files changed
-  ansible.builtin.systemd_service:
-    name: gpufabric-cooling.service
-    state: restarted
-    daemon_reload: "{{ cooling_files.daemon_reload }}"
-  when: cooling_files.restart_required
+- name: Turn the controller off - stop and disable it, remove its BMC password files
+  gpufabric.core.cooling_config:
+    enabled: false
+    service: gpufabric-cooling.service
 """
 
 RETURN = r"""
@@ -125,17 +137,24 @@ changes:
   elements: dict
   sample: [{action: replace, path: /etc/gpufabric-cooling/config.json}]
 restart_required:
-  description: Whether a file the running controller reads changed (package, command, configuration, passwords, unit).
+  description: Whether a file the running controller reads changed (package, command, configuration, passwords, unit),
+    so the service was restarted (or would be, in check mode).
   returned: always
   type: bool
   sample: true
 daemon_reload:
-  description: Whether the systemd unit changed, so systemd must reload it.
+  description: Whether the systemd unit file changed, so systemd was reloaded (or would be, in check mode).
   returned: always
   type: bool
   sample: false
+service_actions:
+  description: What was done to O(service) (or would be, in check mode); empty when it was already as wanted.
+  returned: always
+  type: list
+  elements: str
+  sample: [daemon-reload, restarted gpufabric-cooling.service]
 unit_present:
-  description: Whether the systemd unit file exists (after the change), so that a turned-off controller can be stopped.
+  description: Whether the systemd unit file exists (after the change); a turned-off controller is stopped only then.
   returned: always
   type: bool
   sample: true
@@ -167,6 +186,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils import cooling_file
 from ansible_collections.gpufabric.core.plugins.module_utils import cooling_policy as cp
 from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
 from ansible_collections.gpufabric.core.plugins.module_utils import reboot_marker as rm
+from ansible_collections.gpufabric.core.plugins.module_utils.systemd_units import UnitError
 
 
 def _directory_changes(wanted):
@@ -195,6 +215,7 @@ def main():
             "state_dir": {"type": "path", "default": "/var/lib/gpufabric-cooling"},
             "bin_path": {"type": "path", "default": "/usr/local/sbin/gpufabric-cooling"},
             "unit_file": {"type": "path", "default": "/etc/systemd/system/gpufabric-cooling.service"},
+            "service": {"type": "str", "default": ""},
             "failsafe_record": {"type": "path", "default": "/var/lib/gpufabric-cooling/failsafe.record"},
             "watchdog_sec": {"type": "int", "default": 120},
             "gpu_policy": {"type": "bool", "default": False},
@@ -243,6 +264,15 @@ def main():
             module.fail_json(msg="Nothing was changed: %s" % "; ".join(problems), **result)
     result["unit_present"] = os.path.exists(params["unit_file"]) or any(
         change["path"] == params["unit_file"] and change["after"] is not None for change in changes)
+    result["service_actions"] = []
+    if params["service"]:
+        try:
+            result["service_actions"] = cf.service_actions(
+                module.run_command, params["service"], params["enabled"], files_changed=result["restart_required"],
+                unit_changed=result["daemon_reload"], unit_present=result["unit_present"], check_mode=module.check_mode)
+        except UnitError as exc:
+            module.fail_json(msg="The cooling files are in place, the service is not: %s" % exc, **result)
+        result["changed"] = result["changed"] or bool(result["service_actions"])
     recorded = rm.read_marker("cooling")
     result["reboot_marker_present"] = recorded is not None
     # The reboot facts every run exports, with no task of their own; the reboot policy (included when there are
