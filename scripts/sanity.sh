@@ -39,7 +39,9 @@ done
 rm -rf "$DEST"
 mkdir -p "$DEST"
 # Tracked files deleted in the working tree are left out (tar would stop on them).
-(cd "$ROOT" && git ls-files -co --exclude-standard -z | xargs -0 -r ls -d 2>/dev/null | tr '\n' '\0' |
+# shellcheck disable=SC2016  # expanded by the inner sh
+(cd "$ROOT" && git ls-files -co --exclude-standard -z |
+    xargs -0 -r sh -c 'for f; do [ -e "$f" ] || [ -L "$f" ] && printf "%s\0" "$f"; done; exit 0' sh |
     tar --null -T - -cf -) | tar -C "$DEST" -xf -
 cd "$DEST"
 ansible-test sanity --local --python "$PYTHON_VERSION" --color no "$@"
