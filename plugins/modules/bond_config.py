@@ -32,6 +32,11 @@ description:
     C(gpufabric.core.bonding) does this.
   - Owns only its own files (O(file_prefix) in O(config_dir)); files of the same prefix that the configuration no
     longer needs are removed.
+  - Given O(helper_content), it also installs the activation and rollback helper at O(helper) (owner root, mode
+    0755, missing directories created 0755) when it is missing or different, and, when O(activate) is true, makes
+    sure the backend's O(service) is enabled and running. Both happen under the lock, after the configuration
+    passed validation and before the rollback is armed and the configuration activated; a refused or invalid run
+    touches neither.
 author:
   - gpufabric.core contributors (@gpufabric)
 options:
@@ -104,9 +109,23 @@ options:
     type: path
     default: /var/lib/gpufabric/bonding
   helper:
-    description: Path of the activation helper installed by the role (C(gpufabric-bonding-activate)).
+    description: Path of the activation and rollback helper (C(gpufabric-bonding-activate)) the rollback units run.
     type: path
     default: /usr/local/libexec/gpufabric-bonding-activate
+  helper_content:
+    description:
+      - Content of the helper, written to O(helper) (owner root, mode 0755) when the file is missing or different,
+        before anything uses it; the role passes its file C(gpufabric-bonding-activate). Listed in RV(changes) and
+        the diff, outside the transaction (a rollback does not remove it).
+      - Not given, the helper must already be installed at O(helper).
+    type: str
+  service:
+    description:
+      - The backend's systemd unit (C(systemd-networkd.service), C(NetworkManager.service)), enabled and started
+        when it is not, before the configuration is activated. Only when O(activate) is true; empty when the
+        backend has none (netplan hands over to its renderer).
+    type: str
+    default: ""
   run_label:
     description:
       - Who runs this change (for example the play and the controller's user), recorded in C(<state_dir>/pending)
@@ -120,7 +139,9 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Reports the files that would change, with a diff, after validating them; touches nothing.
+    description:
+      - Reports the files that would change, with a diff, after validating them, and what would be done to
+        O(service); touches nothing.
   diff_mode:
     support: full
     description: Returns the before and after text of every changed file.
@@ -151,6 +172,8 @@ EXAMPLES = r"""
         link: bond0
         addresses: [10.200.0.11/24]
     rollback_timeout: 180
+    helper_content: "{{ lookup('ansible.builtin.file', 'gpufabric-bonding-activate', rstrip=false) }}"
+    service: systemd-networkd.service
   register: bond_change
 
 - name: Confirm the change once the host is reachable again
@@ -167,16 +190,32 @@ files:
   elements: str
   sample: [/etc/systemd/network/10-gpufabric-bond0.netdev, /etc/systemd/network/10-gpufabric-bond0.network]
 changes:
-  description: Files created, replaced or removed (or that would be, in check mode).
+  description:
+    - Files created, replaced or removed (or that would be, in check mode); the helper first when it changes
+      (action C(create), C(replace), C(mode) or C(owner)).
   returned: always
   type: list
   elements: dict
   sample: [{action: create, path: /etc/systemd/network/10-gpufabric-bond0.netdev}]
 checksums_before:
-  description: SHA-1 of each changed file before the change (null when it did not exist), to check a revert.
+  description: SHA-1 of each changed configuration file before the change (null when it did not exist), to check
+    a revert.
   returned: always
   type: dict
   sample: {/etc/systemd/network/10-gpufabric-bond0.netdev: null}
+helper_action:
+  description: What was done to the helper O(helper) (or would be, in check mode); empty when it was as wanted or
+    O(helper_content) was not given.
+  returned: always
+  type: str
+  sample: create
+service_actions:
+  description: What was done to O(service) (or would be, in check mode); empty when it was already enabled and
+    running, or not asked for.
+  returned: always
+  type: list
+  elements: str
+  sample: [enabled systemd-networkd.service, started systemd-networkd.service]
 config:
   description: The validated, normalised configuration (defaults applied).
   returned: always
@@ -224,11 +263,13 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_addressing as ba
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_plan as bp
+from ansible_collections.gpufabric.core.plugins.module_utils import bonding_prerequisites as bpr
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_netplan as brp
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_networkd as brn
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_nm as brm
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_transaction as bt
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_validate as bv
+from ansible_collections.gpufabric.core.plugins.module_utils.systemd_units import UnitError
 
 BACKEND_DEFAULTS = {
     "networkd": {"config_dir": "/etc/systemd/network", "file_prefix": "10-gpufabric-", "mode": 0o644},
@@ -558,6 +599,8 @@ def main():
             rollback_timeout=dict(type="int", default=180),
             state_dir=dict(type="path", default="/var/lib/gpufabric/bonding"),
             helper=dict(type="path", default="/usr/local/libexec/gpufabric-bonding-activate"),
+            helper_content=dict(type="str"),
+            service=dict(type="str", default=""),
             run_label=dict(type="str", default=""),
             lock_timeout=dict(type="int", default=30),
         ),
@@ -569,7 +612,8 @@ def main():
     directory = params["config_dir"] or defaults["config_dir"]
     prefix = params["file_prefix"] or defaults["file_prefix"]
     result = dict(changed=False, files=[], changes=[], checksums_before={}, config={}, transaction="",
-                  rollback_armed=False, rollback_deadline=0, activation_started=False,
+                  rollback_armed=False, rollback_deadline=0, activation_started=False, helper_action="",
+                  service_actions=[],
                   validation={"tool": None, "ran": False, "warnings": [], "output": ""})
 
     if params["rollback_timeout"] < 30:
@@ -608,15 +652,22 @@ def main():
 
     current = read_owned(backend, directory, prefix)
     changes = bp.plan_changes(current, desired)
-    result["changes"] = [{"action": c["action"], "path": os.path.join(directory, c["name"])} for c in changes]
+    config_changes = [{"action": c["action"], "path": os.path.join(directory, c["name"])} for c in changes]
+    helper = None
+    if params["helper_content"] is not None:
+        try:
+            helper = bpr.plan_helper(params["helper"], params["helper_content"])
+        except (ValueError, OSError) as error:
+            module.fail_json(msg="Cannot install the helper: %s" % to_text(error), **result)
+    helper_changes = [{"action": helper["action"], "path": helper["path"]}] if helper else []
+    result["changes"] = helper_changes + config_changes
     result["checksums_before"] = {os.path.join(directory, c["name"]): bp.sha1(c["before"]) for c in changes}
+    result["helper_action"] = helper["action"] if helper else ""
     if module._diff:
-        result["diff"] = bp.diff_entries(changes, directory)
-    if not changes:
-        module.exit_json(**result)
-    result["changed"] = True
+        result["diff"] = ([bpr.helper_diff(helper)] if helper else []) + bp.diff_entries(changes, directory)
+    result["changed"] = bool(result["changes"])
 
-    if params["validate"]:
+    if changes and params["validate"]:
         validator = Validator(module, backend, directory, list(desired))
         problems = validator.run(changes)
         result["validation"] = validator.result
@@ -626,7 +677,23 @@ def main():
             result["changed"] = False
             module.fail_json(msg="The rendered %s configuration did not pass validation; nothing was changed:\n- %s"
                                  % (backend, "\n- ".join(problems)), problems=problems, **result)
-    if module.check_mode:
+    # The helper and the backend's service before anything uses them: the rollback units run the helper, and the
+    # service runs before the configuration is activated.
+    if helper and not module.check_mode:
+        try:
+            bpr.install_helper(helper)
+        except (IOError, OSError) as error:
+            result["changed"] = False
+            module.fail_json(msg="Writing the helper %s failed (%s); nothing was changed"
+                                 % (params["helper"], to_text(error)), **result)
+    try:
+        result["service_actions"] = bpr.service_actions(module.run_command, params["service"], params["activate"],
+                                                        check_mode=module.check_mode)
+    except UnitError as error:
+        result["changed"] = bool(helper)
+        module.fail_json(msg="%s; no configuration file was changed" % to_text(error), **result)
+    result["changed"] = result["changed"] or bool(result["service_actions"])
+    if module.check_mode or not changes:
         module.exit_json(**result)
 
     started = time.time()
@@ -640,7 +707,7 @@ def main():
             "deadline": bt.iso(started + params["rollback_timeout"]), "run": params["run_label"],
             # The controller's address as sshd saw it, when the module runs over SSH.
             "client": (os.environ.get("SSH_CONNECTION") or os.environ.get("SSH_CLIENT") or "").split(" ")[0],
-            "changes": ", ".join("%s %s" % (c["action"], c["path"]) for c in result["changes"]),
+            "changes": ", ".join("%s %s" % (c["action"], c["path"]) for c in config_changes),
         }
         error = arm_rollback(module, hosts, transaction, record)
         if error:
