@@ -2,7 +2,7 @@
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What bond_config does before a transaction: the role's real helper written into a scratch tree (real files, modes
-and owners), and the backend's service against the systemctl stand-in the cooling tests use (this machine runs no
+and owners), and the backend's service against the systemctl stand-in tests/fake_systemctl.py (this machine runs no
 systemd; the Molecule scenarios bonding and bonding_rollback drive the same code against real systemd)."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ import yaml
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_prerequisites as bpr
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import BACKENDS
 from ansible_collections.gpufabric.core.plugins.module_utils.systemd_units import UnitError
+from fake_systemctl import FakeSystemd
 
 ROOT = Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "bonding"
@@ -26,9 +26,6 @@ ROLE = ROOT / "roles" / "bonding"
 HELPER = (ROLE / "files" / "gpufabric-bonding-activate").read_text()
 ME = (os.getuid(), os.getgid())
 NETWORKD = "systemd-networkd.service"
-
-sys.path.insert(0, str(ROOT / "tests" / "unit" / "cooling"))
-from fake_systemctl import FakeSystemd  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def mode(path):
