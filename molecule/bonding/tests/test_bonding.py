@@ -140,7 +140,7 @@ def test_ecmp_sysctls_persisted(host):
 
 
 def test_helper_and_the_directory_its_copy_created(host):
-    # /usr/local/libexec is not in Debian's base: the copy that installs the helper creates it (directory_mode).
+    # /usr/local/libexec is not in Debian's base: bond_config, which installs the helper, creates it (0755, root).
     directory = host.file("/usr/local/libexec")
     assert directory.is_directory and directory.user == "root" and directory.group == "root"
     assert directory.mode == 0o755
