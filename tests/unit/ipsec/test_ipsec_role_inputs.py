@@ -87,7 +87,8 @@ TEMPLATE_PLAY = [{
         "__nodes": [{"name": "node%d" % i, "address": "10.0.0.%d" % i, "id": "node%d" % i,
                      "selectors": ["10.0.0.0/29"] if i == 9 else []} for i in (1, 2)],
     },
-    # The role's own task (configure.yml), with the file paths moved into the test's folder.
+    # The role's own task (configure.yml), with the file paths moved into the test's folder and no service to start
+    # (this machine runs no strongSwan; the scenarios start the real one).
     "tasks": [dict(yaml.safe_load((ROOT / "roles" / "ipsec" / "tasks" / "configure.yml").read_text())[0],
                    name="Render")],
 }]
@@ -95,7 +96,8 @@ TEMPLATE_PLAY[0]["tasks"][0]["gpufabric.core.ipsec_config"] = dict(
     TEMPLATE_PLAY[0]["tasks"][0]["gpufabric.core.ipsec_config"], swanctl_conf_path="{{ dest }}",
     charon_conf_path="{{ dest | dirname }}/charon.conf", certificate_path="{{ dest | dirname }}/x509/gpufabric.crt",
     ca_certificate_path="{{ dest | dirname }}/x509ca/gpufabric-ca.crt", ca_certificate=None, crl=None,
-    crl_path="{{ dest | dirname }}/x509crl/gpufabric.crl", sysfs_root="{{ dest | dirname }}/sys", pq_kex="none")
+    crl_path="{{ dest | dirname }}/x509crl/gpufabric.crl", sysfs_root="{{ dest | dirname }}/sys", pq_kex="none",
+    service="")
 
 
 def render(tmp_path, **extra):
