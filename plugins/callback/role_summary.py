@@ -59,12 +59,12 @@ class CallbackModule(CallbackBase):
 
     def _record(self, result, state, message=None):
         host = result._host.get_name()
-        section = self._sections.setdefault(self._section(result), defaultdict(set))
-        section[state].add(host)
+        name = self._section(result)
+        self._sections.setdefault(name, defaultdict(set))[state].add(host)
         if result._task.run_once:
-            self._once_counts[self._section(result)][host] += 1
+            self._once_counts[name][host] += 1
         else:
-            counts = self._task_counts[self._section(result)][host]
+            counts = self._task_counts[name][host]
             counts[0] += 1
             counts[1] += state == "skipped"
         if message is not None:

@@ -5,7 +5,8 @@
 
 run is a function from an argv list to (rc, stdout, stderr), as AnsibleModule.run_command. In check mode nothing is
 run but the queries, and the actions that would be taken are returned. Shared by the modules that own units
-(ipsec_config, rdma_config, bond_config, cooling_config), so that each asks systemd the same way.
+(ipsec_config, bond_config, cooling_config), so that each asks systemd the same way; rdma_config still has its own
+systemctl calls (its check mode reports units whose files it would write, before systemd knows them).
 """
 
 from __future__ import annotations
