@@ -50,7 +50,7 @@ class FakeSystemd:
             answer = (0 if state["active"] else 3), "", ""
         elif verb in state["failing"]:
             answer = 1, "", "Job for %s failed because the control process exited with error code." % unit
-        elif verb == "daemon-reload":
+        elif verb in ("daemon-reload", "daemon-reexec"):
             state["loaded"] = self._unit_text()
         elif self._unit_text() is None:
             answer = (5 if verb in ("stop", "start", "restart") else 1), "", "Unit %s not found." % unit

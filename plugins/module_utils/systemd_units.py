@@ -5,8 +5,7 @@
 
 run is a function from an argv list to (rc, stdout, stderr), as AnsibleModule.run_command. In check mode nothing is
 run but the queries, and the actions that would be taken are returned. Shared by the modules that own units
-(ipsec_config, bond_config, cooling_config), so that each asks systemd the same way; rdma_config still has its own
-systemctl calls (its check mode reports units whose files it would write, before systemd knows them).
+(ipsec_config, bond_config, cooling_config, rdma_config), so that each asks systemd the same way.
 """
 
 from __future__ import annotations
@@ -24,13 +23,23 @@ def _act(run, check_mode, verb, unit):
         raise UnitError("systemctl %s %s failed: %s (journalctl -u %s)" % (verb, unit, (err or out).strip(), unit))
 
 
+def _manager(run, verb, check_mode):
+    if not check_mode:
+        rc, out, err = run(["systemctl", verb])
+        if rc != 0:
+            raise UnitError("systemctl %s failed: %s" % (verb, (err or out).strip()))
+    return [verb]
+
+
 def daemon_reload(run, check_mode=False):
     """Make systemd read unit files again (one of them changed). Returns ["daemon-reload"]; raises UnitError."""
-    if not check_mode:
-        rc, out, err = run(["systemctl", "daemon-reload"])
-        if rc != 0:
-            raise UnitError("systemctl daemon-reload failed: %s" % (err or out).strip())
-    return ["daemon-reload"]
+    return _manager(run, "daemon-reload", check_mode)
+
+
+def daemon_reexec(run, check_mode=False):
+    """Re-execute systemd, so that a changed system.conf drop-in (a limit for every service) applies. Returns
+    ["daemon-reexec"]; raises UnitError."""
+    return _manager(run, "daemon-reexec", check_mode)
 
 
 def is_enabled(run, unit):

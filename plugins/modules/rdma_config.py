@@ -186,6 +186,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufabric.core.plugins.module_utils import rdma_config as rc
 from ansible_collections.gpufabric.core.plugins.module_utils import reboot_marker as rm
+from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
 
 
 def _modinfo_parameters(module, modinfo, names):
@@ -204,10 +205,6 @@ def _modinfo_parameters(module, modinfo, names):
                 # Not the plain "not found": say what modinfo said, the module stays unchecked (and named).
                 module.warn("modinfo -p %s failed (exit %d): %s" % (name, rc_, " ".join(err.split())))
     return known
-
-
-def _systemctl(module, *args):
-    return module.run_command(["systemctl"] + list(args))
 
 
 def _exit(module, changes, actions, reasons, modules, unchecked):
@@ -309,55 +306,40 @@ def main():
         path for path in files if path.startswith(paths["tune_lib_dir"].rstrip("/") + "/")}
     rerun = bool(changed_paths & program_paths)
 
-    if module.check_mode:
-        for name in wanted:
-            if unit_paths[name] in changed_paths or _systemctl(module, "is-enabled", "--quiet", name + ".service")[0]:
-                actions.append("enable and start %s" % name)
-        actions += ["disable %s" % name for name in stale]
-        _exit(module, changes, actions, reasons, modules, unchecked)
-
-    for name in stale:
-        _systemctl(module, "disable", name + ".service")
-        actions.append("disabled %s" % name)
+    run = module.run_command
 
     def check_tune_config():
         # The program just written reads the configuration just written; a refusal rolls everything back.
-        code, _out, err = module.run_command([paths["tune_script"], "check-config", "--config", paths["tune_config"]])
+        code, _out, err = run([paths["tune_script"], "check-config", "--config", paths["tune_config"]])
         if code != 0:
             raise rc.ConfigError("the tuning program refuses its configuration: %s" % err.strip())
 
-    transaction = rc.FileTransaction(changes)
-    if changes:
-        try:
-            transaction.apply(after=check_tune_config)
-        except (OSError, rc.ConfigError) as error:
-            module.fail_json(msg="No file was changed (every file restored): %s" % error, changed=False)
+    # 4. The files, then what the running system must pick up. Units leaving are stopped before their files go.
+    # systemctl is asked through the code the other roles' modules share; check mode only asks.
+    check_mode = module.check_mode
+    try:
+        for name in stale:
+            actions += su.ensure_stopped(run, name + ".service", check_mode=check_mode)
+        if changes and not check_mode:
+            try:
+                rc.FileTransaction(changes).apply(after=check_tune_config)
+            except (OSError, rc.ConfigError) as error:
+                module.fail_json(msg="No file was changed (every file restored): %s" % error, changed=bool(actions),
+                                 actions=actions)
+        if paths["systemd_memlock"] in changed_paths:
+            actions += su.daemon_reexec(run, check_mode=check_mode)
+        if any(unit_paths[name] in changed_paths for name in unit_paths):
+            actions += su.daemon_reload(run, check_mode=check_mode)
+        for name in wanted:
+            actions += su.ensure_running(run, name + ".service", check_mode=check_mode,
+                                         restart=rerun or unit_paths[name] in changed_paths)
+        if p["disable_irqbalance"]:
+            actions += su.ensure_stopped(run, "irqbalance.service", check_mode=check_mode)
+    except su.UnitError as error:
+        module.fail_json(msg=str(error), changed=True, actions=actions)
+    if check_mode:
+        _exit(module, changes, actions, reasons, modules, unchecked)
 
-    # 4. What the running system must pick up.
-    if paths["systemd_memlock"] in changed_paths:
-        _systemctl(module, "daemon-reexec")
-        actions.append("daemon-reexec")
-    if any(unit_paths[name] in changed_paths for name in unit_paths):
-        _systemctl(module, "daemon-reload")
-        actions.append("daemon-reload")
-    for name in wanted:
-        service = name + ".service"
-        if _systemctl(module, "is-enabled", "--quiet", service)[0] != 0:
-            code, _out, err = _systemctl(module, "enable", service)
-            if code != 0:
-                module.fail_json(msg="systemctl enable %s failed: %s" % (service, err.strip()))
-            actions.append("enabled %s" % name)
-        active = _systemctl(module, "is-active", "--quiet", service)[0] == 0
-        if rerun or unit_paths[name] in changed_paths or not active:
-            code, _out, err = _systemctl(module, "restart", service)
-            if code != 0:
-                module.fail_json(msg="%s failed: %s (journalctl -u %s)" % (service, err.strip(), service))
-            actions.append("ran %s" % name)
-    if p["disable_irqbalance"]:
-        if _systemctl(module, "is-active", "--quiet", "irqbalance.service")[0] == 0 or \
-                _systemctl(module, "is-enabled", "--quiet", "irqbalance.service")[0] == 0:
-            _systemctl(module, "disable", "--now", "irqbalance.service")
-            actions.append("stopped and disabled irqbalance")
     if p["load_modules"]:
         modprobe = module.get_bin_path("modprobe", required=True)
         for name in modules:

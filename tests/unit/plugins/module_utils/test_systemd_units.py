@@ -50,3 +50,18 @@ def test_a_failed_start_names_the_unit_and_the_journal(systemd):
     with pytest.raises(su.UnitError, match=r"systemctl start x.service failed: Job for x.service failed .*"
                                            r"\(journalctl -u x.service\)"):
         su.ensure_running(systemd(enabled=True, failing=["start"]), "x.service")
+
+
+def test_the_manager_reads_units_again_and_check_mode_asks_nothing(systemd):
+    systemctl = systemd()
+    assert su.daemon_reload(systemctl, check_mode=True) == ["daemon-reload"]
+    assert su.daemon_reexec(systemctl, check_mode=True) == ["daemon-reexec"]
+    assert systemctl.state()["calls"] == []
+    assert su.daemon_reload(systemctl) + su.daemon_reexec(systemctl) == ["daemon-reload", "daemon-reexec"]
+    assert systemctl.actions() == ["daemon-reload", "daemon-reexec"]
+    assert systemctl.state()["loaded"] == "[Service]\nExecStart=/bin/true\n"
+
+
+def test_a_failed_reexec_is_an_error_that_names_it(systemd):
+    with pytest.raises(su.UnitError, match=r"^systemctl daemon-reexec failed: Job for .* failed"):
+        su.daemon_reexec(systemd(failing=["daemon-reexec"]))
