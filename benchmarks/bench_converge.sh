@@ -2,8 +2,8 @@
 # Converge cost of site.yml on the container lab, measured in one run for 4, 8 and 16 nodes (BENCH_CONVERGE_NODES):
 # the first converge, the second converge (which must change nothing), ten no-op tasks (benchmarks/noop10.yml, the
 # floor users compare with) and one ping, on the same hosts. Prints second/noop10 and first/noop10, how each grows
-# from the smallest to the largest lab beside the floor's own growth, and the tasks per host per role of the last
-# second converge (from the role_summary callback).
+# from the smallest to the largest lab beside the floor's own growth, the tasks per host per role of the last
+# second converge (from the role_summary callback), and every task one host ran in it, with its status.
 #   BENCH_CONVERGE_NODES="4 8 16" benchmarks/bench_converge.sh
 #   BENCH_CONVERGE_MITOGEN=1 ...   the same with the Mitogen strategy (an experiment; needs `pip install mitogen`)
 # The converges skip the verify tag: bandwidth tests cost the time their tests last, not configuration time.
@@ -72,3 +72,10 @@ sed -n '/GPUFABRIC ROLE SUMMARY/,$p' "$ROOT/.cache/bench-converge-second-$larges
          printf "  %-66s %4d tasks, %3d skipped, %3d once\n", name, f[2], f[4], once}
          END {printf "  %-66s %4d tasks, %3d skipped, %3d once\n", "total", total, skipped, once_total
               printf "  every host runs %d tasks; the host that runs the run_once tasks %d\n", total, total + once_total}'
+# Every task one host ran, in order: the last node, which runs no run_once task (a loop's items count once).
+host=$(grep -oE '^(ok|changed|skipping): \[[^] ]+\]' "$ROOT/.cache/bench-converge-second-$largest.log" |
+    sed -E 's/.*\[(.*)\]/\1/' | sort -u | tail -1)
+echo "the tasks $host ran in the second converge at $largest nodes:"
+awk -v host="$host" '/^TASK \[/ {task = substr($0, 7); sub(/\] \*+$/, "", task); seen = 0}
+     !seen && $0 ~ "^(ok|changed|skipping): \\[" host "\\]" {seen = 1; printf "  %3d %-9s %s\n", ++n, $1, task}' \
+    "$ROOT/.cache/bench-converge-second-$largest.log"

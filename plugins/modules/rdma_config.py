@@ -317,6 +317,7 @@ def main():
     # 4. The files, then what the running system must pick up. Units leaving are stopped before their files go.
     # systemctl is asked through the code the other roles' modules share; check mode only asks.
     check_mode = module.check_mode
+    applied = False
     try:
         for name in stale:
             actions += su.ensure_stopped(run, name + ".service", check_mode=check_mode)
@@ -326,6 +327,7 @@ def main():
             except (OSError, rc.ConfigError) as error:
                 module.fail_json(msg="No file was changed (every file restored): %s" % error, changed=bool(actions),
                                  actions=actions)
+            applied = True
         if paths["systemd_memlock"] in changed_paths:
             actions += su.daemon_reexec(run, check_mode=check_mode)
         if any(unit_paths[name] in changed_paths for name in unit_paths):
@@ -336,7 +338,7 @@ def main():
         if p["disable_irqbalance"]:
             actions += su.ensure_stopped(run, "irqbalance.service", check_mode=check_mode)
     except su.UnitError as error:
-        module.fail_json(msg=str(error), changed=True, actions=actions)
+        module.fail_json(msg=str(error), changed=applied or bool(actions), actions=actions)
     if check_mode:
         _exit(module, changes, actions, reasons, modules, unchecked)
 
