@@ -49,16 +49,8 @@ def helper_diff(change, owner=ROOT):
 
 def install_helper(change, owner=ROOT):
     """Write the helper atomically with its mode and owner, creating its missing directories (0755, owner)."""
-    missing = []
-    directory = os.path.dirname(change["path"])
-    while directory and not os.path.isdir(directory):
-        missing.append(directory)
-        directory = os.path.dirname(directory)
-    for directory in reversed(missing):
-        os.mkdir(directory, DIRECTORY_MODE)
-        # mkdir's mode passes through the umask.
-        os.chmod(directory, DIRECTORY_MODE)
-        os.chown(directory, owner[0], owner[1])
+    ft.make_directory(os.path.dirname(change["path"]), DIRECTORY_MODE, owner=tuple(owner),
+                      parents_mode=DIRECTORY_MODE)
     ft.write_atomically(change["path"], change["after"].encode("utf-8", errors="surrogateescape"), HELPER_MODE,
                         owner=tuple(owner))
 

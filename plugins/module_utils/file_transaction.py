@@ -143,6 +143,25 @@ def _fsync_directory(directory):
         os.close(fd)
 
 
+def make_directory(path, mode, owner=None, parents_mode=None):
+    """Create path with mode, not narrowed by the umask, and its missing parents: with parents_mode likewise, or
+    without it as os.makedirs does (0777 less the umask). Each gets owner (uid, gid) when given. Returns the
+    directories created, outermost first."""
+    missing = []
+    directory = path
+    while directory and not os.path.isdir(directory):
+        missing.append(directory)
+        directory = os.path.dirname(directory)
+    for directory in reversed(missing):
+        wanted = mode if directory == path else parents_mode
+        os.mkdir(directory, 0o777 if wanted is None else wanted)
+        if wanted is not None:
+            os.chmod(directory, wanted)
+        if owner is not None:
+            os.chown(directory, owner[0], owner[1])
+    return missing[::-1]
+
+
 def apply(changes, validate=None, make_directories=None):
     """Install the changes; all of them or, on any failure, none.
 
@@ -152,9 +171,7 @@ def apply(changes, validate=None, make_directories=None):
     raises OSError after restoring the previous files when an install step fails.
     """
     for directory, mode in make_directories or ():
-        if not os.path.isdir(directory):
-            os.makedirs(directory, mode)
-            os.chmod(directory, mode)
+        make_directory(directory, mode)
     staged = {}
     try:
         for change in changes:

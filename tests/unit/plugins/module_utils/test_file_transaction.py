@@ -109,3 +109,17 @@ def test_a_failed_install_step_restores_the_files_already_replaced(tmp_path):
     assert (tmp_path / "a").read_text() == "a-old\n" and _mode(tmp_path / "a") == 0o640
     assert not (tmp_path / "b").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "c"]
+
+
+def test_make_directory_gives_the_modes_asked_whatever_the_umask(tmp_path):
+    leaf = tmp_path / "a" / "b" / "c"
+    previous = os.umask(0o077)
+    try:
+        assert ft.make_directory(str(leaf), 0o750, parents_mode=0o755) == [str(tmp_path / "a"), str(tmp_path / "a" / "b"), str(leaf)]
+        # Without parents_mode the parents are what os.makedirs would make: 0777 less the umask.
+        assert ft.make_directory(str(tmp_path / "x" / "y"), 0o755) == [str(tmp_path / "x"), str(tmp_path / "x" / "y")]
+    finally:
+        os.umask(previous)
+    assert [_mode(path) for path in (tmp_path / "a", tmp_path / "a" / "b", leaf)] == [0o755, 0o755, 0o750]
+    assert [_mode(path) for path in (tmp_path / "x", tmp_path / "x" / "y")] == [0o700, 0o755]
+    assert ft.make_directory(str(leaf), 0o700) == [] and _mode(leaf) == 0o750
