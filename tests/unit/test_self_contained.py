@@ -3,6 +3,7 @@
 """A clean clone tests itself: nothing a test reads lies outside the repository."""
 
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,9 @@ def test_crlf_captures_keep_their_line_endings():
 
 def test_reading_beside_the_repository_is_refused():
     """The audit hook of the root conftest.py fails any test that reaches past the repository."""
+    if ROOT.parent == Path(tempfile.gettempdir()).resolve():
+        pytest.skip("the repository's parent is the temporary directory, which tests may use (conftest.py), so nothing"
+                    " beside this clone is refused")
     sibling = ROOT.parent / "shared" / "fixtures" / "README.md"
     with pytest.raises(PermissionError, match="outside the repository"):
         sibling.read_bytes()
