@@ -14,7 +14,7 @@ import os
 import re
 import stat
 
-from ansible_collections.gpufabric.core.plugins.module_utils.file_transaction import write_atomically
+from ansible_collections.gpufabric.core.plugins.module_utils.file_transaction import make_directory, write_atomically
 
 HEADER = "# Managed by gpufabric.core.rdma: changes made here are overwritten.\n"
 
@@ -226,23 +226,12 @@ class FileTransaction:
         self.done = []
         self.created_dirs = []
 
-    def _make_parents(self, path):
-        missing = []
-        directory = os.path.dirname(path)
-        while directory and not os.path.isdir(directory):
-            missing.append(directory)
-            directory = os.path.dirname(directory)
-        for directory in reversed(missing):
-            os.mkdir(directory, 0o755)
-            os.chmod(directory, 0o755)
-            self.created_dirs.append(directory)
-
     def apply(self, after=None):
         """Write every change, then run after() (a check of the result); roll back when anything raises."""
         try:
             for change in self.changes:
                 if change["state"] == "write":
-                    self._make_parents(change["path"])
+                    self.created_dirs += make_directory(os.path.dirname(change["path"]), 0o755, parents_mode=0o755)
                     _atomic_write(change["path"], change["after"], change["mode"])
                 else:
                     os.unlink(change["path"])
