@@ -13,14 +13,15 @@ description:
   - Joins the C(gpufabric_topology) facts of many hosts (from M(gpufabric.core.topology_facts)) into one map of
     the fabric, for every rail, which leaf switch and switch port each host's NIC reaches through LLDP.
   - "Reports findings across hosts: rail misalignment (rail I(i) of a host reaches another switch than rail
-    I(i) of most of its peer group), hosts whose set of RDMA devices differs from their group's (NCCL hangs),
-    link rate and MTU mismatches per rail, rail ports down, a switch port claimed by two hosts, and hosts without
-    facts."
-  - "Rail I(i) of a host is GPU I(i) and its nearest RDMA NIC, as topology_facts reports it. For hosts without GPUs
-    (Ethernet-only servers, the lab) O(rail_interfaces) names the netdev of each rail instead; it also overrides a
-    GPU-derived pairing."
-  - Peers are the hosts of one O(peer_groups) group, so that hosts of different scalable units or models are not
-    compared with each other. Hosts with no group are in group C(all).
+    I(i) of most of its peer group), link rate and MTU mismatches per rail, rail ports down, a switch port claimed
+    by two hosts, and hosts without facts."
+  - "A host's rails are the C(rails) of its facts, resolved once by M(gpufabric.core.topology_facts): the
+    inventory's C(gpufabric_rail_interfaces), else GPU I(i) and its nearest RDMA NIC, else (a host without GPUs)
+    its RDMA devices with an ACTIVE port. The map derives none of its own."
+  - Peers are the hosts of one O(peer_groups) group (the inventory's C(gpufabric_peer_group), hosts cabled alike),
+    so that hosts of different scalable units or models are not compared with each other. Hosts with no group
+    are in group C(all). Whether the hosts of a group give NCCL the same NICs is checked once, by the
+    C(gpufabric.core.nccl) role before it writes (P(gpufabric.core.nccl_hca_consistency#filter)), not here.
   - A pure function of its input, run on the controller; its run time grows linearly with the number of hosts.
 positional: peer_groups, rail_interfaces
 options:
@@ -38,15 +39,16 @@ options:
     default: {}
   rail_interfaces:
     description:
+      - Deprecated, removed in the next release - give C(gpufabric_rail_interfaces) to
+        M(gpufabric.core.topology_facts) (O(gpufabric.core.topology_facts#module:rail_interfaces)) instead, as
+        C(playbooks/discover.yml) does, so that every consumer reads the same rails.
       - Mapping of host name to its rail interfaces, a list whose item I(i) is the netdev of rail I(i), or a
-        mapping of rail index to netdev.
+        mapping of rail index to netdev; the host's rails are resolved again from its facts with it, by the same
+        function topology_facts runs.
     type: dict
     default: {}
 notes:
-  - "How rails are found, per host, first match wins: (1) O(rail_interfaces) for the host (playbook discover.yml
-    reads the inventory variable C(gpufabric_rail_interfaces)), e.g. C([ens108np0, ens110np0]) or
-    C({0: ens108np0, 1: ens110np0}); the rail's RDMA device is the one whose netdev it names, when any.
-    (2) The C(rails) of the facts: GPU I(i) and its nearest RDMA NIC. (3) None: an C(info) finding says so."
+  - "A host without rails is an C(info) finding (C(no_rails)); the facts' C(rail_source) is shown per host."
   - "A rail's switch is the LLDP system name of the neighbour on the rail's netdev (its chassis ID when the switch
     sends no name); its switch port is the neighbour's port ID, or its port description when the port ID is a MAC
     address."
@@ -55,10 +57,9 @@ notes:
     C(rail_ambiguous) is given. Put the hosts of each scalable unit in their own peer group, since rail I(i) of
     different units goes to different leaves by design."
   - "InfiniBand ports do not speak LLDP: IB rails have no switch here and are reported once as an C(info); use
-    ibnetdiscover for the IB fabric. Rate, MTU, port-state and device-set checks still apply to them."
-  - "Finding kinds of scope C(fleet): C(rail_misaligned), C(rail_ambiguous), C(rdma_devices_differ),
-    C(rdma_devices_ambiguous), C(rate_mismatch), C(mtu_mismatch) (netdev MTU or RDMA active MTU), C(port_down),
-    C(no_neighbor), C(no_lldp), C(switch_port_conflict), C(rail_interface_missing), C(no_rails), C(no_facts),
+    ibnetdiscover for the IB fabric. Rate, MTU and port-state checks still apply to them."
+  - "Finding kinds of scope C(fleet): C(rail_misaligned), C(rail_ambiguous), C(rate_mismatch), C(mtu_mismatch)
+    (netdev MTU or RDMA active MTU), C(port_down), C(no_neighbor), C(no_lldp), C(switch_port_conflict), C(rail_interface_missing), C(no_rails), C(no_facts),
     C(infiniband_rails)."
 seealso:
   - plugin: gpufabric.core.fabric_map_html
@@ -70,14 +71,10 @@ EXAMPLES = r"""
 - name: Build the fabric map of the hosts of this play
   ansible.builtin.set_fact:
     fabric_map: >-
-      {{ topologies | gpufabric.core.fabric_map(peer_groups=groups_by_host, rail_interfaces=rails_by_host) }}
+      {{ topologies | gpufabric.core.fabric_map(peer_groups=groups_by_host) }}
   vars:
     topologies: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'gpufabric_topology'))) }}"
     groups_by_host: {node1: su1, node2: su1, node3: su1}
-    rails_by_host:
-      node1: [eth1, eth2]
-      node2: [eth1, eth2]
-      node3: {0: eth1, 1: eth2}
   run_once: true
 
 - name: Fail on miscabled hosts
@@ -92,7 +89,7 @@ _value:
   description:
     - "The fabric map: C(schema_version); C(summary) (counts, C(miscabled_hosts), C(hosts_by_status),
       C(rail_ports_down));
-      C(hosts) (per host: C(peer_group), C(rail_source) inventory, gpu or none, C(rdma_devices), C(rails) with
+      C(hosts) (per host: C(peer_group), C(rail_source) inventory, gpu, rdma_devices or none, C(rdma_devices), C(rails) with
       C(switch), C(switch_port), C(expected_switch), C(aligned), C(state), C(rate_gbps), C(mtu), C(status),
       C(miscabled), C(routed_uplinks)); C(rails) (per rail and group: expected switch, rate and MTU, switch
       counts); C(switches) (ports with the host and rail reaching them); C(findings) (C(severity), C(scope),

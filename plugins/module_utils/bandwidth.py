@@ -21,6 +21,7 @@ import signal
 import subprocess
 import time
 
+from ansible_collections.gpufabric.core.plugins.module_utils import sysfs
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import port_gid_index
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
 
@@ -164,15 +165,6 @@ def timeout_argv(seconds, argv):
     return ["timeout", "--kill-after=5", str(int(seconds)), *argv]
 
 
-def numa_cpulist(numa_node, sysfs_root="/sys"):
-    path = os.path.join(sysfs_root, "devices/system/node/node%d/cpulist" % numa_node)
-    try:
-        with open(path) as handle:
-            return handle.read().strip() or None
-    except OSError:
-        return None
-
-
 def numa_binding_argv(numa_node, numactl_path=None, cpulist=None):
     """Prefix that runs a test on the CPUs (and memory) of the NIC's NUMA node.
 
@@ -193,29 +185,25 @@ def numa_binding_argv(numa_node, numactl_path=None, cpulist=None):
 # ---------------------------------------------------------------------------------------------
 
 RAILS_FROM = ("gpus", "rdma_devices")
-
-
-def rdma_device_rails(topology):
-    """Rails of a host without GPUs (storage nodes, GPU-less labs): rail i is the i-th RDMA device, in the
-    natural order of names, with an ACTIVE port (its first), so that hosts cabled alike number rails alike."""
-    rails = []
-    for device in (topology.get("rdma") or {}).get("devices") or []:
-        port = next((entry for entry in device.get("ports") or [] if entry.get("state") == "ACTIVE"), None)
-        if port is None:
-            continue
-        rails.append({
-            "rail": len(rails), "gpu": None, "device": device.get("name"), "port": port.get("port"),
-            "netdev": port.get("netdev") or device.get("netdev"), "rate_gbps": port.get("rate_gbps"),
-            "link_layer": port.get("link_layer"), "state": port.get("state"), "numa_node": device.get("numa_node"),
-        })
-    return rails
+# Where the facts' rails came from (topology.resolve_rails) that each rails_from accepts: "gpus" refuses the rails
+# of a host whose facts hold no GPU (every RDMA device, storage NICs included), as it always did.
+RAIL_SOURCES_OF = {"gpus": ("inventory", "gpu"), "rdma_devices": ("inventory", "gpu", "rdma_devices")}
 
 
 def sweep_rails(topology, rails_from="gpus"):
-    """The rails a test sweeps: the GPU rails of the topology facts, or one per active RDMA device."""
+    """The rails a test sweeps: the rails topology_facts resolved (gpufabric_topology.rails), none derived here.
+
+    rails_from "gpus" takes them when they come from the inventory or the GPUs; "rdma_devices" also when they are
+    the RDMA devices of a host without GPUs.
+    """
     if rails_from not in RAILS_FROM:
         raise BandwidthError("rails_from must be one of %s, got %r" % (", ".join(RAILS_FROM), rails_from))
-    return rdma_device_rails(topology) if rails_from == "rdma_devices" else topology.get("rails") or []
+    rails = topology.get("rails") or []
+    source = topology.get("rail_source") or ("gpu" if rails else "none")
+    if source not in RAIL_SOURCES_OF[rails_from]:
+        return []
+    # An inventory rail on a plain Ethernet netdev has no RDMA device for perftest.
+    return [rail for rail in rails if rail.get("device")]
 
 
 def rdma_unavailable_reason(topology, rails_from="gpus"):
@@ -225,11 +213,13 @@ def rdma_unavailable_reason(topology, rails_from="gpus"):
     rdma = topology.get("rdma") or {}
     if rdma.get("available") is False:
         return "no RDMA device on this host (%s)" % (rdma.get("reason") or "topology_facts found none")
-    if not sweep_rails(topology, rails_from):
-        if rails_from == "rdma_devices":
-            return "no RDMA device with an ACTIVE port in the topology facts"
-        return ("no rails in the topology facts: no GPU has a nearest RDMA NIC with an active port "
-                "(a host without GPUs is tested with rails_from=rdma_devices)")
+    rails = sweep_rails(topology, rails_from)
+    if not rails:
+        if topology.get("rail_source") == "rdma_devices":
+            return ("the rails in the topology facts are the RDMA devices of a host without GPUs: test them with "
+                    "rails_from=rdma_devices, or name them in gpufabric_rail_interfaces")
+        return ("no RDMA rails in the topology facts: no GPU has a nearest RDMA NIC, no RDMA device has an ACTIVE "
+                "port, and gpufabric_rail_interfaces names no RDMA netdev")
     return None
 
 
@@ -283,7 +273,7 @@ def plan_rail_tests(local_topology, peer_topology, base_port, rails=None, rails_
     Both ends call this with their own and the peer's topology and get the same rails and
     ports: rail r runs on base_port + r. Only rails present on both hosts are tested.
     rails: list of rail numbers to restrict to (None: all common rails).
-    rails_from: "gpus" (the topology's GPU rails) or "rdma_devices" (rdma_device_rails, hosts without GPUs).
+    rails_from: "gpus" or "rdma_devices", which rails of the facts may be tested (sweep_rails).
     Returns a list of test dicts (local device, peer_device, port, ...), sorted by rail.
     """
     for which, topology in (("this host", local_topology), ("the peer", peer_topology)):
@@ -500,7 +490,7 @@ def command_for(params, test, numactl_path, server=None):
         )
     binding_note = "NUMA binding disabled"
     if params["numa_binding"] and test.get("numa_node") is not None:
-        prefix, binding_note = numa_binding_argv(test["numa_node"], numactl_path, numa_cpulist(int(test["numa_node"])) if test["numa_node"] >= 0 else None)
+        prefix, binding_note = numa_binding_argv(test["numa_node"], numactl_path, sysfs.numa_cpulist(int(test["numa_node"])) if test["numa_node"] >= 0 else None)
         binding_note = binding_note or "bound to NUMA node %d with %s" % (test["numa_node"], os.path.basename(prefix[0]))
         argv = prefix + argv
     elif params["numa_binding"]:

@@ -8,13 +8,11 @@
 rail-to-interface override. It never parses command output itself: the LLDP neighbours, RDMA ports and
 interfaces come already parsed in the facts.
 
-How a host's rails are identified, in order:
-
-1. ``rail_interfaces`` for the host (inventory variable ``gpufabric_rail_interfaces``): a list whose
-   item i names the netdev of rail i, or a mapping ``{rail index: netdev}``. This is for hosts without
-   GPUs (Ethernet-only servers, the lab) and for overriding a wrong GPU/NIC pairing.
-2. Otherwise the ``rails`` of the facts: rail i is GPU i and its nearest RDMA NIC (topology_facts).
-3. Otherwise the host has no rails, which is reported as an info finding.
+A host's rails are those its facts hold: topology_facts resolves them once (topology.resolve_rails), from the
+inventory's ``gpufabric_rail_interfaces``, else GPU i and its nearest RDMA NIC, else, on a host without GPUs, its
+RDMA devices with an ACTIVE port. The map derives none of its own; a host without rails is an info finding.
+``rail_interfaces`` (deprecated, for one release) resolves a host's rails again from its facts with that
+override, through the same function.
 
 Routed uplinks (BGP sessions to the leaves, from the facts' ``routing`` section) are carried per host and
 gathered per leaf in ``leaves``, beside the LLDP view; they are not rails.
@@ -28,13 +26,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ansible_collections.gpufabric.core.plugins.module_utils.lldp import neighbors_by_interface
+from ansible_collections.gpufabric.core.plugins.module_utils.topology import RailInterfacesError, resolve_rails
+from ansible_collections.gpufabric.core.plugins.module_utils.topology import (
+    normalize_rail_interfaces as normalize_rail_interfaces_of,
+)
 
 SCHEMA_VERSION = 1
 SEVERITIES = ("info", "warning", "error")
 DEFAULT_PEER_GROUP = "all"
 
-_MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$", re.IGNORECASE)
 _DIGITS = re.compile(r"(\d+)")
 # States of a usable port: RDMA port state ACTIVE, or netdev operstate up.
 _UP_STATES = frozenset(("ACTIVE", "UP"))
@@ -49,157 +49,58 @@ def natural_key(text):
     return [int(part) if part.isdigit() else part.lower() for part in _DIGITS.split(str(text))]
 
 
-def _index_by_name(items):
-    """{item["name"]: item} for a list of dicts; a later duplicate never hides the first one."""
-    index = {}
-    for item in items or []:
-        if isinstance(item, dict) and item.get("name") is not None:
-            index.setdefault(item["name"], item)
-    return index
-
-
-def _neighbour_by_interface(lldp):
-    """{local interface: its LLDP neighbour}; the first neighbour wins when a port reports several."""
-    neighbours = [item for item in (lldp or {}).get("neighbors") or []
-                  if isinstance(item, dict) and item.get("local_interface")]
-    return {interface: found[0] for interface, found in neighbors_by_interface(neighbours).items()}
-
-
-def _switch_name(neighbour):
-    """A switch's name is its LLDP system name, else its chassis ID (some switches send no name)."""
-    if not neighbour:
-        return None
-    return neighbour.get("chassis_name") or neighbour.get("chassis_id")
-
-
-def _switch_port(neighbour):
-    """The switch port as people name it: the port ID, unless the switch sent a MAC there (then the description)."""
-    if not neighbour:
-        return None
-    port_id = neighbour.get("port_id")
-    if port_id and neighbour.get("port_id_type") != "mac" and not _MAC.match(str(port_id)):
-        return port_id
-    return neighbour.get("port_descr") or port_id
-
-
 def normalize_rail_interfaces(value, host):
-    """Return {rail index: netdev} from a list or a mapping; raise FabricMapError on anything else."""
-    if value is None:
-        return None
-    if isinstance(value, (list, tuple)):
-        pairs = list(enumerate(value))
-    elif isinstance(value, dict):
-        pairs = list(value.items())
-    else:
-        raise FabricMapError(
-            "gpufabric_rail_interfaces of %s must be a list of interface names (item i is rail i) "
-            "or a mapping of rail index to interface name, not %s" % (host, type(value).__name__))
-    rails = {}
-    for rail, netdev in pairs:
-        try:
-            index = int(rail)
-        except (TypeError, ValueError):
-            raise FabricMapError("gpufabric_rail_interfaces of %s: rail %r is not an integer" % (host, rail))
-        if index < 0:
-            raise FabricMapError("gpufabric_rail_interfaces of %s: rail %d is negative" % (host, index))
-        if not isinstance(netdev, str) or not netdev:
-            raise FabricMapError(
-                "gpufabric_rail_interfaces of %s: rail %d must name an interface, got %r" % (host, index, netdev))
-        if index in rails:
-            raise FabricMapError("gpufabric_rail_interfaces of %s names rail %d twice" % (host, index))
-        rails[index] = netdev
-    return rails
+    """{rail index: netdev} from a list or a mapping (topology.normalize_rail_interfaces); FabricMapError naming
+    the host on anything else."""
+    try:
+        return normalize_rail_interfaces_of(value, "gpufabric_rail_interfaces of %s" % host)
+    except RailInterfacesError as exc:
+        raise FabricMapError(str(exc))
 
 
-def _rdma_port(device, port_number):
-    for port in (device or {}).get("ports") or []:
-        if port.get("port") == port_number:
-            return port
-    return None
-
-
-def _rdma_by_netdev(devices):
-    """{netdev: (device, its first port)} so that an interface rail can borrow RDMA port data."""
-    index = {}
-    for device in devices.values():
-        netdev = device.get("netdev")
-        if netdev:
-            ports = device.get("ports") or []
-            index.setdefault(netdev, (device, ports[0] if ports else None))
-    return index
-
-
-def _rail(rail, gpu, device, port, netdev, interface, neighbour, link_layer=None, rate_gbps=None,
-          switch=None, switch_port=None):
-    """One rail's row, filling what the RDMA port and the netdev know."""
-    interface = interface or {}
-    if port:
-        state = port.get("state")
-        rate = port.get("rate_gbps")
-        layer = port.get("link_layer")
-    else:
-        operstate = interface.get("operstate")
-        state = operstate.upper() if isinstance(operstate, str) else None
-        speed = interface.get("speed_mbps")
-        rate = speed / 1000.0 if isinstance(speed, (int, float)) and speed > 0 else None
-        layer = "Ethernet" if interface else None
+def _map_rail(fact):
+    """A rail of the facts (topology.resolve_rails) as a row of the map; older facts lack up, mtu and exists."""
+    state = fact.get("state")
+    up = fact.get("up")
+    if up is None and state:
+        up = state in _UP_STATES
     return {
-        "rail": rail,
-        "gpu": gpu,
-        "device": device,
-        "port": port.get("port") if port else None,
-        "netdev": netdev,
+        "rail": fact.get("rail"),
+        "gpu": fact.get("gpu"),
+        "device": fact.get("device"),
+        "port": fact.get("port"),
+        "netdev": fact.get("netdev"),
         "state": state,
-        "up": state in _UP_STATES if state else None,
-        "rate_gbps": rate_gbps if rate_gbps is not None else rate,
-        "link_layer": link_layer or layer,
-        "mtu": interface.get("mtu"),
-        "active_mtu": port.get("active_mtu") if port else None,
-        "switch": switch or _switch_name(neighbour),
-        "switch_port": switch_port or _switch_port(neighbour),
+        "up": up,
+        "rate_gbps": fact.get("rate_gbps"),
+        "link_layer": fact.get("link_layer"),
+        "mtu": fact.get("mtu"),
+        "active_mtu": fact.get("active_mtu"),
+        # A switch that sends no system name is named by its chassis ID.
+        "switch": fact.get("switch") or fact.get("switch_id"),
+        "switch_port": fact.get("switch_port"),
+        "exists": fact.get("exists", True),
     }
 
 
 def host_rails(topology, rail_interfaces=None):
-    """Return (rails, rail_source) for one host's facts; rail_source is inventory, gpu or none."""
-    interfaces = _index_by_name(topology.get("interfaces"))
-    neighbours = _neighbour_by_interface(topology.get("lldp"))
-    devices = _index_by_name((topology.get("rdma") or {}).get("devices"))
-    rails = []
+    """(rails, rail_source) of one host: the rails its facts resolved (topology_facts).
+
+    rail_interfaces (deprecated, the filter's parameter) resolves them again from the facts with that override,
+    through the same topology.resolve_rails.
+    """
     if rail_interfaces:
-        by_netdev = _rdma_by_netdev(devices)
-        for index in sorted(rail_interfaces):
-            netdev = rail_interfaces[index]
-            device, port = by_netdev.get(netdev, (None, None))
-            rails.append(_rail(index, None, device.get("name") if device else None, port, netdev,
-                               interfaces.get(netdev), neighbours.get(netdev)))
-            # A snapshot without its sys/ tree lists no interfaces at all: then only LLDP can vouch for a netdev.
-            rails[-1]["exists"] = (netdev in interfaces or device is not None or netdev in neighbours
-                                   or not interfaces)
-        return rails, "inventory"
-    for position, fact in enumerate(topology.get("rails") or []):
-        if not isinstance(fact, dict):
-            continue
-        index = fact.get("rail") if isinstance(fact.get("rail"), int) else position
-        device = devices.get(fact.get("device"))
-        port = _rdma_port(device, fact.get("port"))
-        netdev = fact.get("netdev") or (device or {}).get("netdev")
-        neighbour = neighbours.get(netdev)
-        # The neighbour itself when the facts hold it, so that both kinds of rails name switches alike.
-        rails.append(_rail(index, fact.get("gpu"), fact.get("device"), port, netdev,
-                           interfaces.get(netdev), neighbour,
-                           link_layer=fact.get("link_layer"), rate_gbps=fact.get("rate_gbps"),
-                           switch=None if neighbour else fact.get("switch") or fact.get("switch_id"),
-                           switch_port=None if neighbour else fact.get("switch_port")))
-        if port is None:
-            rails[-1]["port"] = fact.get("port")
-            if fact.get("state"):
-                rails[-1]["state"] = fact["state"]
-                rails[-1]["up"] = fact["state"] in _UP_STATES
-        rails[-1]["exists"] = True
-    if rails:
-        return rails, "gpu"
-    return rails, "none"
+        facts, source, _findings = resolve_rails(topology, rail_interfaces)
+    else:
+        facts = [fact for fact in topology.get("rails") or [] if isinstance(fact, dict)]
+        source = topology.get("rail_source") or ("gpu" if facts else "none")
+    rails = []
+    for position, fact in enumerate(facts):
+        rail = _map_rail(fact)
+        if not isinstance(rail["rail"], int):
+            rail["rail"] = position
+        rails.append(rail)
+    return rails, source
 
 
 def _plurality(counter):
@@ -253,7 +154,6 @@ class _Tally:
     def __init__(self):
         self.findings = []
         self.rail_stats = {}  # (group, rail index) -> {"switch"|"rate"|"mtu"|"active_mtu": Counter, "hosts": n}
-        self.device_sets = {}  # group -> {host: frozenset of RDMA device names}
         self.port_owners = {}  # (switch, switch port) -> [(host, rail index)]
         self.ports_down = []
         self.unlinked_ib_rails = 0
@@ -279,7 +179,6 @@ def build_fabric_map(topologies, peer_groups=None, rail_interfaces=None):
                                 rail_interfaces.get(host), tally)
     findings = tally.findings
     rails_out = _rail_checks(hosts, tally.rail_stats, findings)
-    _device_set_checks(tally.device_sets, findings)
     switches = _switches(hosts, tally.port_owners, findings)
     if tally.unlinked_ib_rails:
         findings.append(_finding("info", "infiniband_rails", "%d InfiniBand rails carry no LLDP, so their leaf "
@@ -374,14 +273,14 @@ def _add_host(host, topology, group, rail_interfaces, tally):
     rdma = topology.get("rdma") or {}
     entry["rdma_devices"] = sorted((device.get("name") for device in rdma.get("devices") or []
                                     if isinstance(device, dict) and device.get("name")), key=natural_key)
-    tally.device_sets.setdefault(group, {})[host] = frozenset(entry["rdma_devices"])
 
     rails, entry["rail_source"] = host_rails(topology, normalize_rail_interfaces(rail_interfaces, host))
     entry["rails"] = rails
     if not rails:
         findings.append(_finding(
-            "info", "no_rails", "%s has no rails: no GPU with a nearest RDMA NIC in its facts and no "
-            "gpufabric_rail_interfaces in the inventory" % host, host=host, group=group))
+            "info", "no_rails", "%s has no rails: no GPU with a nearest RDMA NIC in its facts, no RDMA device with "
+            "an ACTIVE port on a host without GPUs, and no gpufabric_rail_interfaces in the inventory" % host,
+            host=host, group=group))
     lldp = topology.get("lldp") or {}
     for rail in rails:
         _add_rail(host, group, rail, lldp, tally)
@@ -486,34 +385,6 @@ def _rail_checks(hosts, rail_stats, findings):
                                          group, values[key], _fmt_counts(stats[key])),
                         host=host, group=group, rail=rail["rail"]))
     return rails_out
-
-
-def _device_set_checks(device_sets, findings):
-    """Hosts whose RDMA device set differs from their group's: NCCL hangs when ranks disagree on NICs."""
-    for group in sorted(device_sets, key=natural_key):
-        members = device_sets[group]
-        counts = Counter(members.values())
-        expected = _plurality(counts)
-        if expected is None:
-            if len(counts) > 1:
-                findings.append(_finding(
-                    "warning", "rdma_devices_ambiguous", "the hosts of group %s have %d different RDMA device "
-                    "sets and none is the majority" % (group, len(counts)), group=group))
-            continue
-        for host in sorted(members, key=natural_key):
-            devices = members[host]
-            if devices == expected:
-                continue
-            missing = sorted(expected - devices, key=natural_key)
-            extra = sorted(devices - expected, key=natural_key)
-            detail = "; ".join(part for part in (
-                "missing " + ", ".join(missing) if missing else "",
-                "extra " + ", ".join(extra) if extra else "") if part)
-            findings.append(_finding(
-                "error", "rdma_devices_differ", "%s has RDMA devices [%s], %d of its %d peers in group %s have "
-                "[%s] (%s): NCCL hangs when ranks see different NICs" % (
-                    host, ", ".join(sorted(devices, key=natural_key)), counts[expected], len(members), group,
-                    ", ".join(sorted(expected, key=natural_key)), detail), host=host, group=group))
 
 
 def _switches(hosts, port_owners, findings):

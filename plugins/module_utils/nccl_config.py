@@ -100,7 +100,7 @@ DEFAULT_OPTIONS = {
     "cluster_nodes": 1,
     "algorithm_tiers": DEFAULT_ALGORITHM_TIERS,
     "topology_file": None,          # path of the NCCL topology XML the role writes; None: none
-    "hca_selection": "gpu_affine",  # gpu_affine: the GPUs' nearest NICs; all_active: every ACTIVE port (no GPUs)
+    "hca_selection": "gpu_affine",  # the rails' ACTIVE ports; all_active also takes rails of a host without GPUs
 }
 HCA_SELECTIONS = ("gpu_affine", "all_active")
 
@@ -195,65 +195,58 @@ def _options(options):
     return merged
 
 
-def _ports_by_device(topology):
-    return {device.get("name"): device.get("ports") or [] for device in (topology.get("rdma") or {}).get("devices") or []}
+# Where the facts' rails came from (topology.resolve_rails) that each hca_selection accepts: a host whose facts hold no
+# GPU (a GPU server before its driver loads) gets rails from every RDMA device, which gpu_affine must not hand to NCCL.
+RAIL_SOURCES_OF_SELECTION = {"gpu_affine": ("inventory", "gpu"), "all_active": ("inventory", "gpu", "rdma_devices")}
 
 
-def _gpu_affine_ports(topology, findings):
-    """The ACTIVE ports of each GPU's nearest RDMA NICs: [(gpu, device, port dict, link)] in GPU order."""
-    ports_of = _ports_by_device(topology)
-    affine = []
-    for gpu in (topology.get("gpus") or {}).get("devices") or []:
-        nearest = gpu.get("nearest_nics") or []
-        active = []
-        for nic in nearest:
-            if nic not in ports_of:
-                continue
-            active.extend((gpu, nic, port, gpu.get("nearest_link")) for port in ports_of[nic]
-                          if port.get("state") == "ACTIVE")
-        if active:
-            affine.extend(active)
-            continue
-        if not nearest:
-            continue
-        unknown = [nic for nic in nearest if nic not in ports_of]
-        if len(unknown) == len(nearest):
-            _finding(findings, "warning", "%s's nearest NIC(s) %s are not RDMA devices this host reports"
-                     % (gpu.get("name"), ", ".join(nearest)))
+def _rail_ports(topology, selection, findings):
+    """The ACTIVE RDMA ports of the host's rails, as topology_facts resolved them: [(rail, device, port, link)].
+
+    NCCL is given exactly the rails every other consumer reads (the fabric map, the bandwidth sweep); a rail whose
+    port is not ACTIVE, or whose NIC is not an RDMA device, is left out with a warning.
+    """
+    rails = topology.get("rails") or []
+    source = topology.get("rail_source") or ("gpu" if rails else "none")
+    if source not in RAIL_SOURCES_OF_SELECTION[selection]:
+        return []
+    ports_of = {device.get("name"): {port.get("port"): port for port in device.get("ports") or []}
+                for device in (topology.get("rdma") or {}).get("devices") or []}
+    chosen = []
+    for rail in rails:
+        label = "rail %s (%s)" % (rail.get("rail"), ", ".join(
+            str(part) for part in (rail.get("gpu"), rail.get("device"), rail.get("netdev")) if part))
+        port = ports_of.get(rail.get("device"), {}).get(rail.get("port"))
+        if port is None:
+            _finding(findings, "warning", "%s has no RDMA port this host reports: left out of NCCL_IB_HCA" % label)
+        elif port.get("state") != "ACTIVE":
+            _finding(findings, "warning", "%s: %s port %s is %s, left out of NCCL_IB_HCA%s" % (
+                label, rail["device"], rail.get("port"), port.get("state") or "in an unknown state",
+                ": its GPU's traffic goes to a farther NIC" if rail.get("gpu") else ""))
         else:
-            states = ["%s port %s %s" % (nic, port.get("port"), port.get("state") or "state unknown")
-                      for nic in nearest if nic in ports_of for port in ports_of[nic]]
-            _finding(findings, "warning", "%s has no ACTIVE port on its nearest NIC(s) (%s): its network traffic "
-                     "goes to a farther NIC" % (gpu.get("name"), "; ".join(states)))
-    return affine
-
-
-def _active_ports(topology):
-    """Every ACTIVE port of every RDMA device, in the facts' order: [(None, device, port dict, None)], for hosts
-    whose facts hold no GPU topology (no GPU, no distance: GPUDirect levels stay NCCL's own)."""
-    return [(None, name, port, None) for name, ports in _ports_by_device(topology).items() for port in ports
-            if port.get("state") == "ACTIVE"]
+            chosen.append((rail, rail["device"], port, rail.get("link")))
+    return chosen
 
 
 def _choose_link_layer(affine, findings):
     counts = {}
-    for _gpu, _nic, port, _link in affine:
+    for _rail, _nic, port, _link in affine:
         counts[port.get("link_layer")] = counts.get(port.get("link_layer"), 0) + 1
     # Most ports wins; on a tie InfiniBand, the fabric GPU clusters are usually built for.
     chosen = sorted(counts, key=lambda layer: (-counts[layer], layer != "InfiniBand", str(layer)))[0]
     kept = []
-    for gpu, nic, port, link in affine:
+    for rail, nic, port, link in affine:
         if port.get("link_layer") == chosen:
-            kept.append((gpu, nic, port, link))
+            kept.append((rail, nic, port, link))
         else:
-            _finding(findings, "warning", "%s port %s (%s) left out of NCCL_IB_HCA: the other GPU-affine ports are %s, "
+            _finding(findings, "warning", "%s port %s (%s) left out of NCCL_IB_HCA: the other rails' ports are %s, "
                      "and NCCL must not mix link layers" % (nic, port.get("port"), port.get("link_layer"), chosen))
     return chosen, kept
 
 
 def _gdr_level(kept, limit):
     rank = {level: index for index, level in enumerate(GDR_LEVELS)}
-    links = [NCCL_LEVEL_OF_LINK.get(link) for _gpu, _nic, _port, link in kept]
+    links = [NCCL_LEVEL_OF_LINK.get(link) for _rail, _nic, _port, link in kept]
     if not links or None in links:
         return None  # a link code the facts do not know: leave NCCL's own default
     worst = max(links, key=rank.get)
@@ -288,7 +281,7 @@ def port_gid_index(port):
 
 def _gid_index(kept, findings):
     indexes = {}
-    for _gpu, nic, port, _link in kept:
+    for _rail, nic, port, _link in kept:
         index, reason = port_gid_index(port)
         label = "%s:%s" % (nic, port.get("port"))
         if reason:
@@ -349,23 +342,23 @@ def derive(topology, options=None):
         _finding(findings, "info", "RDMA not available (%s): NCCL_IB_DISABLE=1, NCCL uses TCP sockets"
                  % (rdma.get("reason") or "unknown reason"))
     else:
-        if options["hca_selection"] == "all_active":
-            affine = _active_ports(topology)
-        else:
-            affine = _gpu_affine_ports(topology, findings)
+        affine = _rail_ports(topology, options["hca_selection"], findings)
         if not affine:
-            if options["hca_selection"] == "all_active":
-                reason = "none has an ACTIVE port"
-            elif not (topology.get("gpus") or {}).get("available"):
-                reason = "the facts hold no GPU topology to tell which RDMA ports are GPU-affine"
+            source = topology.get("rail_source") or ("gpu" if topology.get("rails") else "none")
+            if source == "rdma_devices" and options["hca_selection"] == "gpu_affine":
+                reason = ("the facts hold no GPU topology to tell which RDMA ports are GPU-affine (name the rails in "
+                          "gpufabric_rail_interfaces, or set nccl_hca_selection: all_active for a host without GPUs)")
+            elif source == "none":
+                reason = ("the host has no rails: no GPU with a nearest RDMA NIC, no RDMA device with an ACTIVE "
+                          "port and no gpufabric_rail_interfaces")
             else:
-                reason = "no GPU has an ACTIVE port on its nearest RDMA NIC"
+                reason = "no rail has an ACTIVE RDMA port"
             _finding(findings, "error", "RDMA devices are present but %s: NCCL would silently fall back to a "
                      "farther NIC or TCP; bring the links up, or set NCCL_IB_HCA (or NCCL_IB_DISABLE) in "
                      "nccl_variables" % reason)
         else:
             link_layer, kept = _choose_link_layer(affine, findings)
-            for _gpu, nic, port, _link in kept:
+            for _rail, nic, port, _link in kept:
                 entry = "%s:%s" % (nic, port.get("port"))
                 if entry not in hca:
                     hca.append(entry)

@@ -49,42 +49,66 @@ def _listdir(path):
         return []
 
 
-def collect_sysfs(root="/sys", gpu_pci_addresses=()):
-    """Read the RDMA, network and GPU PCI attributes under root; return {relative path: content}."""
-    found = {}
+def _take(root, found, relpath):
+    content = _read(os.path.join(root, relpath))
+    if content is not None:
+        found[relpath] = content
 
-    def take(relpath):
-        content = _read(os.path.join(root, relpath))
-        if content is not None:
-            found[relpath] = content
 
+def _collect_rdma(root, found):
+    """The class/infiniband files of every RDMA device: device attributes, netdevs, ports and used GID entries."""
     for device in _listdir(os.path.join(root, "class/infiniband")):
         base = "class/infiniband/%s" % device
         for name in _IB_DEVICE_FILES:
-            take("%s/%s" % (base, name))
+            _take(root, found, "%s/%s" % (base, name))
         for netdev in _listdir(os.path.join(root, base, "device/net")):
-            take("%s/device/net/%s/ifindex" % (base, netdev))
+            _take(root, found, "%s/device/net/%s/ifindex" % (base, netdev))
         for port in _listdir(os.path.join(root, base, "ports")):
             port_base = "%s/ports/%s" % (base, port)
             for name in _IB_PORT_FILES:
-                take("%s/%s" % (port_base, name))
+                _take(root, found, "%s/%s" % (port_base, name))
             for index in _listdir(os.path.join(root, port_base, "gids")):
                 gid = _read(os.path.join(root, port_base, "gids", index))
                 if gid is None or _ZERO_GID.match(gid):
                     continue  # an unused entry of the GID table
                 found["%s/gids/%s" % (port_base, index)] = gid
-                take("%s/gid_attrs/types/%s" % (port_base, index))
-                take("%s/gid_attrs/ndevs/%s" % (port_base, index))
+                _take(root, found, "%s/gid_attrs/types/%s" % (port_base, index))
+                _take(root, found, "%s/gid_attrs/ndevs/%s" % (port_base, index))
+
+
+def collect_sysfs(root="/sys", gpu_pci_addresses=()):
+    """Read the RDMA, network and GPU PCI attributes under root; return {relative path: content}."""
+    found = {}
+    _collect_rdma(root, found)
     for interface in _listdir(os.path.join(root, "class/net")):
         base = "class/net/%s" % interface
         if _read(os.path.join(root, base, "type")) == _ARPHRD_LOOPBACK:
             continue
         for name in _NET_FILES:
-            take("%s/%s" % (base, name))
+            _take(root, found, "%s/%s" % (base, name))
     for address in gpu_pci_addresses:
         if address:
-            take("bus/pci/devices/%s/numa_node" % address)
+            _take(root, found, "bus/pci/devices/%s/numa_node" % address)
     return found
+
+
+def live_rdma_devices(root="/sys"):
+    """rdma_devices() of this host, reading only class/infiniband (for modules that need the RDMA devices and
+    their GID tables now, not the whole topology)."""
+    found = {}
+    _collect_rdma(root, found)
+    return rdma_devices(found)
+
+
+def net_speed_gbps(netdev, root="/sys"):
+    """The link speed of netdev in Gbit/s; None for a virtual or down link (EINVAL or -1) or an unknown netdev."""
+    speed = _int_or_none(_read(os.path.join(root, "class/net", netdev, "speed")))
+    return speed / 1000.0 if speed is not None and speed > 0 else None
+
+
+def numa_cpulist(numa_node, root="/sys"):
+    """The CPU list of a NUMA node ("0-31,64-95"), None when sysfs does not say."""
+    return _read(os.path.join(root, "devices/system/node/node%d/cpulist" % numa_node)) or None
 
 
 def read_tree(root):

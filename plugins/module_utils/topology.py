@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import tempfile
 
 from ansible_collections.gpufabric.core.plugins.module_utils import sysfs as sysfs_utils
@@ -323,18 +324,152 @@ def _routing(sources, findings, reasons):
     return {"available": True, "reason": None, "uplinks": uplinks}
 
 
-def _rails(gpus, rdma, lldp, interfaces, findings):
+# ---------------------------------------------------------------- rails: resolved once, read by every consumer
+
+RAIL_SOURCES = ("inventory", "gpu", "rdma_devices", "none")
+RAIL_INTERFACES_VARIABLE = "gpufabric_rail_interfaces"
+_MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$", re.IGNORECASE)
+# States of a usable rail: RDMA port state ACTIVE, or netdev operstate up.
+_UP_STATES = frozenset(("ACTIVE", "UP"))
+
+
+class RailInterfacesError(ValueError):
+    """gpufabric_rail_interfaces is not a list or mapping of interface names; the message says what to fix."""
+
+
+def normalize_rail_interfaces(value, owner=RAIL_INTERFACES_VARIABLE):
+    """{rail index: netdev} from a list (item i is rail i) or a mapping; None (or empty) means not set.
+
+    owner names the value in messages (the inventory variable, or "gpufabric_rail_interfaces of HOST").
+    """
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        pairs = list(enumerate(value))
+    elif isinstance(value, dict):
+        pairs = list(value.items())
+    else:
+        raise RailInterfacesError(
+            "%s must be a list of interface names (item i is rail i) or a mapping of rail index to interface "
+            "name, not %s" % (owner, type(value).__name__))
+    rails = {}
+    for rail, netdev in pairs:
+        try:
+            index = int(rail)
+        except (TypeError, ValueError):
+            raise RailInterfacesError("%s: rail %r is not an integer" % (owner, rail))
+        if index < 0:
+            raise RailInterfacesError("%s: rail %d is negative" % (owner, index))
+        if not isinstance(netdev, str) or not netdev:
+            raise RailInterfacesError("%s: rail %d must name an interface, got %r" % (owner, index, netdev))
+        if index in rails:
+            raise RailInterfacesError("%s names rail %d twice" % (owner, index))
+        rails[index] = netdev
+    return rails or None
+
+
+def _switch_port_name(neighbor):
+    """The switch port as people name it: the port ID, unless the switch sent a MAC there (then the description)."""
+    port_id = neighbor.get("port_id")
+    if port_id and neighbor.get("port_id_type") != "mac" and not _MAC.match(str(port_id)):
+        return port_id
+    return neighbor.get("port_descr") or port_id
+
+
+class _RailContext:
+    """What placing a rail needs from the facts, indexed once per host."""
+
+    def __init__(self, topology):
+        self.devices = {device["name"]: device for device in (topology.get("rdma") or {}).get("devices") or []
+                        if isinstance(device, dict) and device.get("name")}
+        self.interfaces = {interface["name"]: interface for interface in topology.get("interfaces") or []
+                           if isinstance(interface, dict) and interface.get("name")}
+        self.neighbors = neighbors_by_interface([neighbor for neighbor in (topology.get("lldp") or {})
+                                                 .get("neighbors") or [] if neighbor.get("local_interface")])
+        self.slaves = {}
+        for interface in self.interfaces.values():
+            if interface.get("bond_master"):
+                self.slaves.setdefault(interface["bond_master"], []).append(interface["name"])
+        # netdev -> (device, port): a port's own netdev first (mlx4 dual-port HCAs have one per port).
+        self.by_netdev = {}
+        for device in self.devices.values():
+            for port in device.get("ports") or []:
+                if port.get("netdev"):
+                    self.by_netdev.setdefault(port["netdev"], (device, port))
+        for device in self.devices.values():
+            ports = device.get("ports") or []
+            if device.get("netdev") and ports:
+                self.by_netdev.setdefault(device["netdev"], (device, ports[0]))
+
+    def neighbor(self, netdev):
+        """LLDP neighbour of netdev; a RoCE LAG device (mlx5_bond_0) sits on a bond: LLDP runs on its slaves."""
+        if not netdev:
+            return None
+        seen = self.neighbors.get(netdev) or [n for slave in self.slaves.get(netdev, [])
+                                              for n in self.neighbors.get(slave, [])]
+        return seen[0] if seen else None
+
+    def rail(self, index, gpu, device, port, netdev, link=None):
+        """One rail as the facts hold it: the RDMA port's view when there is one, else the netdev's."""
+        interface = self.interfaces.get(netdev) or {}
+        if port:
+            state, rate, layer = port.get("state"), port.get("rate_gbps"), port.get("link_layer")
+        else:
+            operstate = interface.get("operstate")
+            state = operstate.upper() if isinstance(operstate, str) else None
+            speed = interface.get("speed_mbps")
+            rate = speed / 1000.0 if isinstance(speed, (int, float)) and speed > 0 else None
+            layer = "Ethernet" if interface else None
+        neighbor = self.neighbor(netdev)
+        numa = (device or {}).get("numa_node")
+        if numa is None:
+            numa = gpu.get("numa_node") if gpu else interface.get("numa_node")
+        return {
+            "rail": index,
+            "gpu": gpu["name"] if gpu else None,
+            "device": (device or {}).get("name"),
+            "port": (port or {}).get("port"),
+            "netdev": netdev,
+            "rate_gbps": rate,
+            "link_layer": layer,
+            "state": state,
+            "up": state in _UP_STATES if state else None,
+            "numa_node": numa,
+            "link": link,
+            "mtu": interface.get("mtu"),
+            "active_mtu": (port or {}).get("active_mtu"),
+            "switch": neighbor.get("chassis_name") if neighbor else None,
+            "switch_id": neighbor.get("chassis_id") if neighbor else None,
+            "switch_port": _switch_port_name(neighbor) if neighbor else None,
+            "exists": True,
+        }
+
+
+def _inventory_rails(context, gpus, rail_interfaces):
+    """Rail i on the netdev the inventory names, with the RDMA port on that netdev when there is one."""
+    nearest = {}
+    for gpu in gpus:
+        for nic in gpu.get("nearest_nics") or []:
+            nearest.setdefault(nic, gpu)
+    rails = []
+    for index in sorted(rail_interfaces):
+        netdev = rail_interfaces[index]
+        device, port = context.by_netdev.get(netdev, (None, None))
+        gpu = nearest.get(device["name"]) if device else None
+        rail = context.rail(index, gpu, device, port, netdev, link=gpu.get("nearest_link") if gpu else None)
+        # A snapshot without its sys/ tree lists no interfaces at all: then only LLDP can vouch for a netdev.
+        rail["exists"] = (netdev in context.interfaces or device is not None or netdev in context.neighbors
+                          or not context.interfaces)
+        rails.append(rail)
+    return rails
+
+
+def _gpu_rails(context, gpus, findings):
     """Rail i: GPU i and its nearest RDMA NIC, each NIC given to one GPU when the topology allows."""
-    devices = {device["name"]: device for device in rdma["devices"]}
-    neighbors = neighbors_by_interface(lldp["neighbors"])
-    slaves = {}
-    for interface in interfaces:
-        if interface["bond_master"]:
-            slaves.setdefault(interface["bond_master"], []).append(interface["name"])
     taken = {}
     rails = []
-    for gpu in gpus["devices"]:
-        candidates = gpu["nearest_nics"]
+    for gpu in gpus:
+        candidates = gpu.get("nearest_nics") or []
         if not candidates:
             continue
         choice = next((nic for nic in candidates if nic not in taken), candidates[0])
@@ -342,29 +477,53 @@ def _rails(gpus, rdma, lldp, interfaces, findings):
             _finding(findings, "info", "shared_nic", "GPU%d shares its nearest NIC %s with GPU%d"
                      % (gpu["index"], choice, taken[choice]))
         taken.setdefault(choice, gpu["index"])
-        device = devices.get(choice, {})
-        ports = device.get("ports", [])
-        port = next((p for p in ports if p["state"] == "ACTIVE"), ports[0] if ports else {})
-        netdev = port.get("netdev") or device.get("netdev")
-        # A RoCE LAG device (mlx5_bond_0) sits on a bond: LLDP runs on its slaves.
-        seen = neighbors.get(netdev) or [n for slave in slaves.get(netdev, []) for n in neighbors.get(slave, [])]
-        neighbor = seen[0] if netdev and seen else None
-        rails.append({
-            "rail": gpu["index"],
-            "gpu": gpu["name"],
-            "device": choice,
-            "port": port.get("port"),
-            "netdev": netdev,
-            "rate_gbps": port.get("rate_gbps"),
-            "link_layer": port.get("link_layer"),
-            "state": port.get("state"),
-            "numa_node": device.get("numa_node") if device.get("numa_node") is not None else gpu["numa_node"],
-            "link": gpu["nearest_link"],
-            "switch": neighbor["chassis_name"] if neighbor else None,
-            "switch_id": neighbor["chassis_id"] if neighbor else None,
-            "switch_port": neighbor["port_id"] if neighbor else None,
-        })
+        device = context.devices.get(choice)
+        ports = (device or {}).get("ports") or []
+        port = next((p for p in ports if p.get("state") == "ACTIVE"), ports[0] if ports else None)
+        netdev = (port or {}).get("netdev") or (device or {}).get("netdev")
+        rail = context.rail(gpu["index"], gpu, device, port, netdev, link=gpu.get("nearest_link"))
+        # The NIC nvidia-smi names is not an RDMA device this host reports: no port, no netdev, only its name.
+        rail["device"] = choice
+        rails.append(rail)
     return rails
+
+
+def _rdma_device_rails(context):
+    """Rails of a host without GPUs (storage nodes, GPU-less labs): rail i is the i-th RDMA device, in the natural
+    order of names, with an ACTIVE port (its first), so that hosts cabled alike number rails alike."""
+    rails = []
+    for name in sorted(context.devices, key=sysfs_utils.natural_key):
+        device = context.devices[name]
+        port = next((entry for entry in device.get("ports") or [] if entry.get("state") == "ACTIVE"), None)
+        if port is not None:
+            rails.append(context.rail(len(rails), None, device, port, port.get("netdev") or device.get("netdev")))
+    return rails
+
+
+def resolve_rails(topology, rail_interfaces=None):
+    """The host's rails, resolved once: (rails, rail_source, findings).
+
+    topology holds at least the gpus, rdma, interfaces and lldp sections of gpufabric_topology (build_topology
+    calls this with the sections it just built). The rails come from the first source that has any:
+    inventory (rail_interfaces, {index: netdev} or the raw list/mapping of gpufabric_rail_interfaces), gpu (GPU i
+    and its nearest RDMA NIC), rdma_devices (only when the facts hold no GPU: the RDMA devices with an ACTIVE
+    port), none. Every consumer (fabric map, NCCL, bandwidth sweep, Slurm through the map) reads these rails.
+    Raises RailInterfacesError for a rail_interfaces that is not a list or mapping of interface names.
+    """
+    findings = []
+    context = _RailContext(topology)
+    gpus = (topology.get("gpus") or {}).get("devices") or []
+    wanted = normalize_rail_interfaces(rail_interfaces)
+    if wanted:
+        return _inventory_rails(context, gpus, wanted), "inventory", findings
+    rails = _gpu_rails(context, gpus, findings)
+    if rails:
+        return rails, "gpu", findings
+    if not (topology.get("gpus") or {}).get("available"):
+        rails = _rdma_device_rails(context)
+        if rails:
+            return rails, "rdma_devices", findings
+    return [], "none", findings
 
 
 def _host_findings(gpus, rdma, rails, interfaces, findings):
@@ -417,10 +576,13 @@ def _host_findings(gpus, rdma, rails, interfaces, findings):
             port.pop("gids_known", None)
 
 
-def build_topology(sources, source="live"):
+def build_topology(sources, source="live", rail_interfaces=None):
     """Build gpufabric_topology from raw sources (keys in docs/topology.md); a missing key means 'not on
     this host', explained by sources["reasons"][key] when given. Never raises on bad command output:
-    what cannot be parsed becomes a finding of severity error and a reason."""
+    what cannot be parsed becomes a finding of severity error and a reason.
+
+    rail_interfaces: the inventory's gpufabric_rail_interfaces (resolve_rails); RailInterfacesError when it is
+    not a list or mapping of interface names."""
     sources = sources or {}
     reasons = dict(sources.get("reasons") or {})
     sysfs = sources.get("sysfs") or {}
@@ -431,7 +593,9 @@ def build_topology(sources, source="live"):
     bonds = _bonds(sources, interfaces, findings, reasons)
     lldp = _lldp(sources, findings, reasons)
     routing = _routing(sources, findings, reasons)
-    rails = _rails(gpus, rdma, lldp, interfaces, findings)
+    rails, rail_source, rail_findings = resolve_rails(
+        {"gpus": gpus, "rdma": rdma, "interfaces": interfaces, "lldp": lldp}, rail_interfaces)
+    findings.extend(rail_findings)
     _host_findings(gpus, rdma, rails, interfaces, findings)
     return {
         "schema_version": SCHEMA_VERSION,
@@ -442,6 +606,7 @@ def build_topology(sources, source="live"):
         "bonds": bonds,
         "lldp": lldp,
         "rails": rails,
+        "rail_source": rail_source,
         "findings": findings,
         "routing": routing,
     }

@@ -140,7 +140,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import bandwidth
+from ansible_collections.gpufabric.core.plugins.module_utils import bandwidth, sysfs
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
 from ansible_collections.gpufabric.core.plugins.module_utils.perftest import parse_perftest
 
@@ -157,13 +157,7 @@ def _route_interface(module, server):
     if not match:
         return None, None
     device = match.group(1)
-    try:
-        with open("/sys/class/net/%s/speed" % device) as handle:
-            speed_mbps = int(handle.read().strip())
-    except (OSError, ValueError):
-        # Virtual and down links have no speed (EINVAL) or report -1.
-        speed_mbps = -1
-    return device, (speed_mbps / 1000.0 if speed_mbps > 0 else None)
+    return device, sysfs.net_speed_gbps(device)
 
 
 def _last_line(text):

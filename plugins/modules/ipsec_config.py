@@ -188,7 +188,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_config import
 )
 from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import InputError
 from ansible_collections.gpufabric.core.plugins.module_utils.systemd_units import UnitError, ensure_running
-from ansible_collections.gpufabric.core.plugins.module_utils.sysfs import collect_sysfs, rdma_devices
+from ansible_collections.gpufabric.core.plugins.module_utils.sysfs import live_rdma_devices
 
 _PUBLIC = 0o644
 _SETTINGS = ("mesh_group", "ike_proposals", "esp_proposals", "ike_rekey_time", "child_rekey_time", "dpd_delay",
@@ -267,7 +267,7 @@ def main():
         except UnitError as error:
             module.fail_json(msg=str(error), changed=bool(change["changed"]), changed_files=change["changed"])
 
-    devices = rdma_devices(collect_sysfs(params["sysfs_root"]))
+    devices = live_rdma_devices(params["sysfs_root"])
     unencrypted = roce_bypass(devices, params["mesh"].get("local_ts") or [])
     for entry in unencrypted:
         module.warn(roce_warning(entry))

@@ -253,7 +253,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import (
     parse_list_sas,
     summarize_initiate,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.sysfs import collect_sysfs, rdma_devices
+from ansible_collections.gpufabric.core.plugins.module_utils.sysfs import live_rdma_devices
 
 _POLL_SECONDS = 1
 
@@ -344,7 +344,7 @@ def main():
 
     classical = [r["peer"] for r in results if r["post_quantum"] is False]
     # RoCE leaves in clear whatever the policies say: name every rail the selectors seem to protect.
-    devices = rdma_devices(collect_sysfs(params["sysfs_root"]))
+    devices = live_rdma_devices(params["sysfs_root"])
     unencrypted = roce_bypass(devices, params["traffic_selectors"])
     for entry in unencrypted:
         module.warn(roce_warning(entry))

@@ -60,10 +60,23 @@ options:
       - Root of the proc tree to read C(net/bonding) from for live discovery.
     type: path
     default: /proc
+  rail_interfaces:
+    description:
+      - The host's rails as the inventory names them (C(gpufabric_rail_interfaces)), a list whose item I(i) is the
+        netdev of rail I(i) (for example C([ens108np0, ens110np0])) or a mapping of rail index to netdev.
+      - When set, the rails are these netdevs, each with the RDMA port whose netdev it is (none for a plain
+        Ethernet rail); otherwise GPU I(i) and its nearest RDMA NIC; on a host whose facts hold no GPU, the RDMA
+        devices with an ACTIVE port. RV(ansible_facts.gpufabric_topology.rail_source) says which.
+      - A value that is not a list or mapping of interface names fails the module, naming the variable.
+    type: raw
 notes:
   - Run with O(capture) on a failing host and analyse the directory elsewhere with O(snapshot).
   - The rails pair each GPU with a distinct nearest NIC when several GPUs share the same best link to
     several NICs, as NCCL does; GPUs that must share a NIC are reported as an C(info) finding.
+  - The rails are resolved here, once; the fabric map, the nccl role, the verify role's bandwidth sweep and the
+    Slurm topology read them and derive none of their own. Run the module again after a change that adds or
+    removes RDMA devices or netdevs (the roles do when a module before them returns C(topology_changed)); the
+    facts it returns set C(gpufabric_topology_stale) back to false.
 seealso:
   - name: gpufabric_topology schema
     description: The facts' schema, C(docs/topology.md) in the collection.
@@ -166,14 +179,24 @@ ansible_facts:
           type: dict
           sample: {available: false, reason: "lldpctl not found in PATH (install and start lldpd)", neighbors: []}
         rails:
-          description: One entry per GPU with a nearest NIC (rail, gpu, device, port, netdev, rate_gbps,
-            link_layer, state, numa_node, link, switch, switch_id, switch_port).
+          description:
+            - The host's rails, resolved once from the source RV(ansible_facts.gpufabric_topology.rail_source)
+              names (rail, gpu, device, port, netdev, rate_gbps, link_layer, state, up, numa_node, link, mtu,
+              active_mtu, switch, switch_id, switch_port, exists).
+            - C(state) is the RDMA port's state, or the netdev's operstate in capitals for a rail without an RDMA
+              port; C(exists) is false when O(rail_interfaces) names an interface the host does not have.
           type: list
           elements: dict
           sample:
             - {rail: 0, gpu: GPU0, device: mlx5_0, port: 1, netdev: ens1np0, rate_gbps: 400.0, link_layer: Ethernet,
-               state: ACTIVE, numa_node: 0, link: PIX, switch: LEAF01, switch_id: "70:06:92:6e:33:18",
-               switch_port: Ethernet184}
+               state: ACTIVE, up: true, numa_node: 0, link: PIX, mtu: 9000, active_mtu: 4096, switch: LEAF01,
+               switch_id: "70:06:92:6e:33:18", switch_port: Ethernet184, exists: true}
+        rail_source:
+          description: Where the rails come from - C(inventory) (O(rail_interfaces)), C(gpu) (GPU I(i) and its
+            nearest RDMA NIC), C(rdma_devices) (a host whose facts hold no GPU - its RDMA devices with an ACTIVE
+            port), or C(none).
+          type: str
+          sample: gpu
         findings:
           description: What looks wrong, each with a severity (C(info), C(warning), C(error)), a C(kind) code
             and a sentence.
@@ -202,6 +225,13 @@ ansible_facts:
               - {peer: eth1, interface: eth1, unnumbered: true, leaf: routing-leaf2, description: routing-leaf2,
                  remote_as: 65102, local_as: 65011, state: Established, established: true, uptime_ms: 15000,
                  prefixes_received: 1}
+    gpufabric_topology_stale:
+      description: Always false here - these facts are current. Modules that change what discovery sees
+        (M(gpufabric.core.rdma_config), M(gpufabric.core.bond_config), M(gpufabric.core.frr_config),
+        M(gpufabric.core.soft_roce)) set it to true, and the roles after them discover again.
+      returned: always
+      type: bool
+      sample: false
 capture_files:
   description: Files (relative to O(capture)) written or removed, or that would be in check mode.
   returned: when O(capture) is set
@@ -214,7 +244,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.core.plugins.module_utils.topology import (
+    RailInterfacesError,
     build_topology,
+    normalize_rail_interfaces,
     collect_live,
     read_snapshot,
     write_capture,
@@ -229,6 +261,7 @@ def main():
             timeout=dict(type="int", default=30),
             sys_root=dict(type="path", default="/sys"),
             proc_root=dict(type="path", default="/proc"),
+            rail_interfaces=dict(type="raw"),
         ),
         mutually_exclusive=[("capture", "snapshot")],
         supports_check_mode=True,
@@ -236,6 +269,10 @@ def main():
     params = module.params
     if params["timeout"] < 1:
         module.fail_json(msg="timeout must be at least 1 second, got %d" % params["timeout"])
+    try:
+        rail_interfaces = normalize_rail_interfaces(params["rail_interfaces"])
+    except RailInterfacesError as exc:
+        module.fail_json(msg="rail_interfaces: %s" % exc)
 
     result = {"changed": False}
     if params["snapshot"]:
@@ -264,7 +301,10 @@ def main():
         result["capture_files"] = changed_files
         result["changed"] = bool(changed_files)
 
-    result["ansible_facts"] = {"gpufabric_topology": build_topology(sources, source=origin)}
+    result["ansible_facts"] = {
+        "gpufabric_topology": build_topology(sources, source=origin, rail_interfaces=rail_interfaces),
+        "gpufabric_topology_stale": False,
+    }
     module.exit_json(**result)
 
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The parse_perftest, parse_nccl_tests and pairing_rounds filters: thin wrappers, clear errors, real templating."""
+"""The parse_perftest, parse_nccl_tests, pairing_rounds and rail_test_problem filters: thin wrappers, clear errors, real templating."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from fixture_data import FIXTURES, read_fixture
 from ansible_collections.gpufabric.core.plugins.filter.pairing_rounds import FilterModule as PairingFilters
 from ansible_collections.gpufabric.core.plugins.filter.parse_nccl_tests import FilterModule as NcclFilters
 from ansible_collections.gpufabric.core.plugins.filter.parse_perftest import FilterModule as PerftestFilters
+from ansible_collections.gpufabric.core.plugins.filter.rail_test_problem import FilterModule as RailFilters
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_tests import parse_nccl_tests
 from ansible_collections.gpufabric.core.plugins.module_utils.pairing import pairing_rounds
 from ansible_collections.gpufabric.core.plugins.module_utils.perftest import parse_perftest
@@ -25,6 +26,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.perftest import par
 PERFTEST = PerftestFilters().filters()["parse_perftest"]
 NCCL_TESTS = NcclFilters().filters()["parse_nccl_tests"]
 PAIRING = PairingFilters().filters()["pairing_rounds"]
+RAIL_PROBLEM = RailFilters().filters()["rail_test_problem"]
 
 REPO = Path(__file__).resolve().parents[4]
 
@@ -86,14 +88,27 @@ PLAYBOOK = """
                       'quick': gpu_hosts | gpufabric.core.pairing_rounds('quick', locality),
                       'perftest_avg': perftest.bw_avg_gbps_max, 'perftest_device': perftest.device,
                       'perftest_error': perftest.error,
-                      'nccl_avg': nccl.avg_bus_bandwidth} | to_json }}"
+                      'nccl_avg': nccl.avg_bus_bandwidth,
+                      'rail_problems': dict(gpu_hosts | zip(gpu_hosts | map('extract', hostvars)
+                        | map(attribute='gpufabric_topology', default={})
+                        | map('gpufabric.core.rail_test_problem', 'gpus')))} | to_json }}"
 """
 
 INVENTORY = """
 gpu:
   hosts:
-    r1n1: {gpufabric_locality: {rack: r1, switch: leaf-r1}}
-    r1n2: {gpufabric_locality: {rack: r1, switch: leaf-r1}}
+    r1n1:
+      gpufabric_locality: {rack: r1, switch: leaf-r1}
+      gpufabric_topology:
+        rdma: {available: true, devices: [{name: mlx5_0}]}
+        rails: [{rail: 0, gpu: GPU0, device: mlx5_0, port: 1}]
+        rail_source: gpu
+    r1n2:
+      gpufabric_locality: {rack: r1, switch: leaf-r1}
+      gpufabric_topology:
+        rdma: {available: false, reason: "no RDMA device: /sys/class/infiniband is empty or absent"}
+        rails: []
+        rail_source: none
     r2n1: {gpufabric_locality: {rack: r2, switch: leaf-r2}}
     r2n2: {gpufabric_locality: {rack: r2, switch: leaf-r2}}
 """
@@ -123,3 +138,20 @@ def test_filters_in_a_real_playbook(tmp_path):
     assert result["perftest_avg"] == 92.4 and result["perftest_device"] == "mlx5_0"
     assert result["perftest_error"] is None
     assert result["nccl_avg"] == 113.289
+    assert result["rail_problems"] == {
+        "r1n1": None,
+        "r1n2": "no RDMA device on this host (no RDMA device: /sys/class/infiniband is empty or absent)",
+        "r2n1": "no gpufabric_topology facts: run gpufabric.core.topology_facts first",
+        "r2n2": "no gpufabric_topology facts: run gpufabric.core.topology_facts first"}
+
+
+def test_rail_test_problem_reads_the_rails_the_facts_resolved():
+    # A GPU-less host (the lab's Soft-RoCE rail): its rails are its RDMA devices, which rails_from=gpus refuses.
+    topology = {"rdma": {"available": True, "devices": [{"name": "rxe0"}]}, "rail_source": "rdma_devices",
+                "rails": [{"rail": 0, "gpu": None, "device": "rxe0", "port": 1}]}
+    assert "rails_from=rdma_devices" in RAIL_PROBLEM(topology)
+    assert RAIL_PROBLEM(topology, "rdma_devices") is None
+    # Named in gpufabric_rail_interfaces, the same rail is taken by both.
+    assert RAIL_PROBLEM(dict(topology, rail_source="inventory")) is None
+    with pytest.raises(AnsibleFilterError, match=r"gpufabric.core.rail_test_problem: rails_from must be one of"):
+        RAIL_PROBLEM(topology, "nics")

@@ -29,7 +29,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map import (
 )
 from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map_html import render_html
 from ansible_collections.gpufabric.core.plugins.module_utils.lldp import parse_lldp
-from ansible_collections.gpufabric.core.plugins.module_utils.topology import build_topology
+from ansible_collections.gpufabric.core.plugins.module_utils.topology import build_topology, resolve_rails
 
 fabric_map_filter = FabricMapFilters().filters()["fabric_map"]
 
@@ -70,29 +70,29 @@ def _swap_cables(topology, first, second):
 
 
 def _gpu_host(devices, switches, down=(), rate=400.0, active_mtu=4096, mtu=9000, link_layer="Ethernet", slot=0):
-    """gpufabric_topology of a GPU server whose rail i is GPU i and mlx5_i, as topology_facts derives it; its
-    rails reach port Ethernet<slot> of their leaves."""
-    rdma, interfaces, rails, neighbours = [], [], [], []
+    """gpufabric_topology of a GPU server whose GPU i is nearest mlx5_i, its rails resolved by topology_facts' own
+    resolve_rails; its rails reach port Ethernet<slot> of their leaves."""
+    gpus, rdma, interfaces, neighbours = [], [], [], []
     for rail, device in enumerate(devices):
         netdev = "ens%dnp0" % (rail + 1)
         state = "DOWN" if rail in down else "ACTIVE"
+        gpus.append({"index": rail, "name": "GPU%d" % rail, "numa_node": rail // 4, "nearest_nics": [device],
+                     "nearest_link": "PIX"})
         rdma.append({"name": device, "netdev": netdev, "numa_node": rail // 4, "ports": [
             {"port": 1, "state": state, "physical_state": "LinkUp", "rate_gbps": rate, "link_layer": link_layer,
-             "active_mtu": active_mtu}]})
+             "active_mtu": active_mtu, "netdev": netdev}]})
         interfaces.append({"name": netdev, "mtu": mtu, "operstate": "up", "speed_mbps": int(rate * 1000)})
         switch = switches[rail] if rail < len(switches) else None
         if switch and link_layer == "Ethernet":
             neighbours.append({"local_interface": netdev, "chassis_name": switch, "chassis_id": "70:06:92:6e:32:1c",
                                "port_id": "Ethernet%d" % slot, "port_id_type": "local",
                                "port_descr": "Ethernet%d" % slot})
-        rails.append({"rail": rail, "gpu": "GPU%d" % rail, "device": device, "port": 1, "netdev": netdev,
-                      "rate_gbps": rate, "link_layer": "InfiniBand" if link_layer == "InfiniBand" else "Ethernet",
-                      "numa_node": rail // 4, "link": "PIX", "switch": switch if link_layer == "Ethernet" else None,
-                      "switch_port": "Ethernet%d" % slot if switch and link_layer == "Ethernet" else None})
-    return {"schema_version": 1, "source": "live",
-            "gpus": {"available": True, "reason": None, "devices": []},
-            "rdma": {"available": True, "reason": None, "devices": rdma}, "interfaces": interfaces, "bonds": {},
-            "lldp": {"available": True, "reason": None, "neighbors": neighbours}, "rails": rails, "findings": []}
+    topology = {"schema_version": 1, "source": "live",
+                "gpus": {"available": True, "reason": None, "devices": gpus},
+                "rdma": {"available": True, "reason": None, "devices": rdma}, "interfaces": interfaces, "bonds": {},
+                "lldp": {"available": True, "reason": None, "neighbors": neighbours}, "findings": []}
+    topology["rails"], topology["rail_source"], _findings = resolve_rails(topology)
+    return topology
 
 
 @pytest.fixture
@@ -193,17 +193,18 @@ def test_gpu_rails_are_checked_per_peer_group():
     assert flat["summary"]["miscabled_hosts"] == ["a1", "a2"]
 
 
-def test_rdma_device_set_differs_from_the_group():
+def test_a_host_missing_a_nic_shows_in_its_rails_the_nccl_role_checks_the_group():
+    # One check for "hosts cabled alike give NCCL the same NICs": the nccl role's, on what NCCL will read
+    # (test_nccl_config.py). The map lists each host's devices and rails; rail 7 has one host fewer.
     full = ["mlx5_%d" % rail for rail in range(8)]
     leaves = ["leaf-r%d" % rail for rail in range(8)]
     fleet = {"n%d" % number: _gpu_host(full, leaves, slot=number * 8) for number in range(1, 4)}
     fleet["n4"] = _gpu_host(full[:7], leaves, slot=32)
     fabric = build_fabric_map(fleet)
-    differ = _kinds(fabric, "rdma_devices_differ")
-    assert len(differ) == 1
-    assert differ[0]["host"] == "n4" and differ[0]["severity"] == "error"
-    assert "missing mlx5_7" in differ[0]["message"] and "3 of its 4 peers" in differ[0]["message"]
     assert fabric["hosts"]["n4"]["rdma_devices"][-1] == "mlx5_6"
+    assert [rail["device"] for rail in fabric["hosts"]["n4"]["rails"]] == full[:7]
+    assert {entry["rail"]: entry["hosts"] for entry in fabric["rails"]}[7] == 3
+    assert [item["kind"] for item in fabric["findings"]] == []
 
 
 def test_rate_mtu_and_down_ports():
@@ -260,7 +261,6 @@ def test_fleet_from_real_gpu_and_rdma_outputs():
     assert fabric["hosts"]["h100-a"]["status"] == "warning"  # its own slow rails and no LLDP
     assert [item["host"] for item in _kinds(fabric, "no_lldp")] == ["h100-a", "h100-b", "h100-c"]
     # All three carry the same 12 RDMA devices.
-    assert _kinds(fabric, "rdma_devices_differ") == []
     assert len(fabric["hosts"]["h100-c"]["rdma_devices"]) == 12
 
 

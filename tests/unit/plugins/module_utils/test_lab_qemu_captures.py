@@ -282,16 +282,19 @@ def _listing(name, prefix):
     return entries
 
 
-def _vlan_rail_topology():
+def _vlan_rail_topology(port_state="PORT_ACTIVE (4)", rail_interfaces=None):
     """build_topology on the captures of vm01's rail 0, as topology_facts reads them live.
 
     The sysfs part is the two grep listings, rekeyed under class/infiniband/rxe0/ports/1/ and class/net/ (the
-    keys collect_sysfs gives those files); ibv_devinfo -v adds the port state and link layer.
+    keys collect_sysfs gives those files); ibv_devinfo -v adds the port state and link layer. port_state edits the
+    capture's (a cable pulled: PORT_DOWN (1)).
     """
     sysfs = _listing("lab-qemu-sysfs-gids-rxe0-vlan.txt", "class/infiniband/rxe0/ports/1/")
     sysfs.update(_listing("lab-qemu-sysfs-net-uevent-vlan.txt", "class/net/"))
-    sources = {"reasons": {}, "ibv_devinfo": _read("lab-qemu-ibv_devinfo-v-rxe0-vlan.txt"), "sysfs": sysfs}
-    return build_topology(sources)
+    devinfo = _read("lab-qemu-ibv_devinfo-v-rxe0-vlan.txt")
+    assert "PORT_ACTIVE (4)" in devinfo
+    sources = {"reasons": {}, "ibv_devinfo": devinfo.replace("PORT_ACTIVE (4)", port_state), "sysfs": sysfs}
+    return build_topology(sources, rail_interfaces=rail_interfaces)
 
 
 def test_ibv_devinfo_v_rxe0_on_the_link_lists_the_untagged_and_the_vlan_gids():
@@ -377,12 +380,30 @@ def test_ib_write_bw_over_the_vlan_gid_with_an_unmeasurable_clock_is_flagged():
 # The paths for hosts without GPUs (the rdma_kernel scenario's VMs, storage nodes): rails from the RDMA devices
 # for perftest, NCCL_IB_HCA from every ACTIVE port, on the same real captures of vm01's rail 0.
 
-def test_gpu_less_host_has_no_gpu_rail_and_the_reason_names_the_rdma_only_path():
+def test_gpu_less_host_has_its_rdma_devices_as_rails_which_gpus_consumers_refuse():
     topology = _vlan_rail_topology()
-    assert topology["rails"] == []
+    assert topology["rail_source"] == "rdma_devices"
+    [rail] = topology["rails"]
+    assert (rail["rail"], rail["gpu"], rail["device"], rail["port"], rail["netdev"], rail["state"]) == (
+        0, None, "rxe0", 1, "ens4", "ACTIVE")
     reason = bandwidth.rdma_unavailable_reason(topology)
-    assert "no rails in the topology facts" in reason and "rails_from=rdma_devices" in reason
+    assert "RDMA devices of a host without GPUs" in reason and "rails_from=rdma_devices" in reason
     assert bandwidth.rdma_unavailable_reason(topology, "rdma_devices") is None
+
+
+def test_inventory_rails_name_the_netdev_and_every_consumer_takes_them():
+    # gpufabric_rail_interfaces naming the link: the rail is the RDMA port on it, accepted by the GPU paths too.
+    topology = _vlan_rail_topology(rail_interfaces=["ens4"])
+    assert topology["rail_source"] == "inventory"
+    assert [(rail["device"], rail["port"], rail["netdev"]) for rail in topology["rails"]] == [("rxe0", 1, "ens4")]
+    assert bandwidth.rdma_unavailable_reason(topology) is None
+    assert nccl_derive(topology, {"default_interface": "ens3"})["variables"]["NCCL_IB_HCA"] == "=rxe0:1"
+    # Naming a netdev without an RDMA port (the management NIC): a rail of the map, nothing for perftest or NCCL.
+    plain = _vlan_rail_topology(rail_interfaces=["ens3"])
+    assert [(rail["device"], rail["netdev"]) for rail in plain["rails"]] == [(None, "ens3")]
+    assert "names no RDMA netdev" in bandwidth.rdma_unavailable_reason(plain)
+    assert "no rail has an ACTIVE RDMA port" in nccl_derive(plain, {"default_interface": "ens3"})["findings"][-1][
+        "message"]
 
 
 def test_perftest_rails_from_rdma_devices_run_on_the_vlan_gid():
@@ -399,12 +420,9 @@ def test_perftest_rails_from_rdma_devices_run_on_the_vlan_gid():
 
 
 def test_perftest_rails_from_rdma_devices_skip_a_device_without_an_active_port():
-    topology = _vlan_rail_topology()
-    # Edited from the capture: the port DOWN, as with the cable pulled.
-    topology["rdma"]["devices"][0]["ports"][0]["state"] = "DOWN"
-    assert bandwidth.rdma_device_rails(topology) == []
-    assert bandwidth.rdma_unavailable_reason(topology, "rdma_devices") == \
-        "no RDMA device with an ACTIVE port in the topology facts"
+    topology = _vlan_rail_topology(port_state="PORT_DOWN (1)")  # as with the cable pulled
+    assert (topology["rails"], topology["rail_source"]) == ([], "none")
+    assert bandwidth.rdma_unavailable_reason(topology, "rdma_devices").startswith("no RDMA rails in the topology facts")
     with pytest.raises(bandwidth.BandwidthError, match="rails_from must be one of gpus, rdma_devices"):
         bandwidth.sweep_rails(topology, "nics")
 
@@ -425,11 +443,10 @@ def test_nccl_without_gpu_topology_refuses_gpu_affine_and_lists_every_active_por
 
 
 def test_nccl_all_active_without_an_active_port_is_an_error():
-    topology = _vlan_rail_topology()
-    topology["rdma"]["devices"][0]["ports"][0]["state"] = "DOWN"  # edited: the cable pulled
+    topology = _vlan_rail_topology(port_state="PORT_DOWN (1)")  # as with the cable pulled
     derived = nccl_derive(topology, {"default_interface": "ens3", "hca_selection": "all_active"})
     assert "NCCL_IB_HCA" not in derived["variables"]
-    assert "none has an ACTIVE port" in derived["findings"][0]["message"]
+    assert "the host has no rails" in derived["findings"][0]["message"]
 
 
 def test_ib_core_parameters_in_effect_are_the_options_the_role_wrote():

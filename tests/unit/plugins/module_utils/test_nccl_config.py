@@ -92,9 +92,11 @@ def test_hgx_infiniband_host_keeps_active_gpu_affine_infiniband_ports():
     }
     assert result["link_layer"] == "InfiniBand" and result["problems"] == []
     warnings = _messages(result, "warning")
-    assert "GPU2 has no ACTIVE port on its nearest NIC(s) (mlx5_2 port 1 DOWN): its network traffic goes to a " \
+    # NCCL_IB_HCA is the ACTIVE ports of the rails topology_facts resolved, the rails every consumer reads.
+    assert [rail["device"] for rail in topology["rails"]] == ["mlx5_%d" % n for n in range(8)]
+    assert "rail 2 (GPU2, mlx5_2): mlx5_2 port 1 is DOWN, left out of NCCL_IB_HCA: its GPU's traffic goes to a " \
            "farther NIC" in warnings
-    assert any(m.startswith("GPU7 has no ACTIVE port on its nearest NIC(s) (mlx5_7 port 1 DOWN)") for m in warnings)
+    assert any(m.startswith("rail 7 (GPU7, mlx5_7): mlx5_7 port 1 is DOWN") for m in warnings)
     assert any(m.startswith("mlx5_1 port 1 (Ethernet) left out of NCCL_IB_HCA") for m in warnings)
     # InfiniBand: no GID index, NCCL's default single QP.
     assert "NCCL_IB_GID_INDEX" not in result["variables"] and "NCCL_IB_QPS_PER_CONNECTION" not in result["variables"]
@@ -141,8 +143,8 @@ def test_pcie_host_with_ports_down_is_refused_until_decided():
     topology = _topology(ASUS_TOPO, ibv_devinfo=ASUS_IBV)
     result = nccl_config(topology, options={"default_interface": "eth0"})
     assert result["problems"] == [
-        "RDMA devices are present but no GPU has an ACTIVE port on its nearest RDMA NIC: NCCL would silently fall "
-        "back to a farther NIC or TCP; bring the links up, or set NCCL_IB_HCA (or NCCL_IB_DISABLE) in nccl_variables"]
+        "RDMA devices are present but no rail has an ACTIVE RDMA port: NCCL would silently fall back to a farther NIC "
+        "or TCP; bring the links up, or set NCCL_IB_HCA (or NCCL_IB_DISABLE) in nccl_variables"]
     assert "NCCL_IB_HCA" not in result["variables"]
     decided = nccl_config(topology, overrides={"NCCL_IB_DISABLE": 1}, options={"default_interface": "eth0"})
     assert decided["problems"] == []
@@ -311,6 +313,22 @@ def test_consistency_filter_reads_hostvars_and_one_group():
     assert len(problems) == 1 and problems[0].startswith("consistency group h100: 2 different NIC selections")
     with pytest.raises(AnsibleFilterError, match="expected a list of host names"):
         nccl_hca_consistency("gpu01", hostvars)
+
+
+def test_the_one_check_groups_hosts_by_gpufabric_peer_group():
+    # Three HGX RoCE hosts of one peer group, the third with its rail 5 (mlx5_5) down in the capture: the group's
+    # hosts would hand NCCL different NICs. The fabric map does not repeat this check; the nccl role runs this one.
+    healthy = {"variables": nccl_config(_topology(HGX_TOPO, ibstat=ROCE_ALL_ACTIVE))["variables"]}
+    down = {"variables": nccl_config(_topology(
+        HGX_TOPO, ibstat="ibstat_ibv_devinfo/gpud-h100-ibstat-8x-cx7-roce-some-down.txt"))["variables"]}
+    hostvars = {"h100-a": {"__nccl_config": healthy, "gpufabric_peer_group": "su1"},
+                "h100-b": {"__nccl_config": healthy, "gpufabric_peer_group": "su1"},
+                "h100-c": {"__nccl_config": down, "gpufabric_peer_group": "su1"},
+                "h100-d": {"__nccl_config": down, "gpufabric_peer_group": "su2"}}
+    [problem] = nccl_hca_consistency(sorted(hostvars), hostvars)
+    assert problem.startswith("consistency group su1: 2 different NIC selections")
+    assert "mlx5_4:1,mlx5_6:1,mlx5_7:1 on h100-c" in problem and "on h100-a, h100-b" in problem
+    assert nccl_hca_consistency(sorted(hostvars), hostvars, group="su2") == []
 
 
 # ------------------------------------------------------------------ the NCCL topology file

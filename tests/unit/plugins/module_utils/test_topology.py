@@ -24,9 +24,11 @@ from ansible_collections.gpufabric.core.plugins.module_utils.nvidia_smi_topo imp
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
 from ansible_collections.gpufabric.core.plugins.module_utils.topology import (
     SCHEMA_VERSION,
+    RailInterfacesError,
     build_topology,
     collect_live,
     read_snapshot,
+    resolve_rails,
     write_capture,
 )
 
@@ -35,7 +37,7 @@ IB_SOME_DOWN = "ibstat_ibv_devinfo/gpud-h100-ibstat-8x-cx7-ib-400g-some-down.txt
 SONIC_LLDP = "lldp/unifabric-json0-gpu-rails-sonic-leaves.txt"
 CHURNED_BOND = "bonding/magpie-802.3ad-churned-mixed-speed-misconfig.txt"
 # "routing" (the routed uplinks, from FRR's BGP summary) was added after "findings": schema 1, one more key.
-TOP_LEVEL = ["schema_version", "source", "gpus", "rdma", "interfaces", "bonds", "lldp", "rails", "findings",
+TOP_LEVEL = ["schema_version", "source", "gpus", "rdma", "interfaces", "bonds", "lldp", "rails", "rail_source", "findings",
              "routing"]
 BGP_ESTABLISHED = "frr/lab-bgp-summary-established.json"
 BGP_LEAF2_CUT = "frr/lab-bgp-summary-leaf2-cut.json"
@@ -80,6 +82,10 @@ def _hgx_sources():
         "lldpctl": read_fixture(SONIC_LLDP),
         "bonding": {"bond0": read_fixture(CHURNED_BOND)},
     }
+
+
+def _neighbor_of(topology, interface):
+    return next(n for n in topology["lldp"]["neighbors"] if n["local_interface"] == interface)
 
 
 def _kinds(topology, kind):
@@ -222,6 +228,51 @@ def test_sysfs_roce_port_netdev_gid_and_lldp_switch():
     assert topology["interfaces"] == [{
         "name": "ens108np0", "mac": "a0:88:c2:e3:14:2a", "speed_mbps": 400000, "mtu": 9000, "driver": "mlx5_core",
         "operstate": "up", "pci_address": "0000:19:00.0", "numa_node": 0, "bond_master": None}]
+
+
+def test_inventory_rails_override_the_gpu_pairing_with_the_port_on_each_netdev():
+    sources = {"nvidia_smi_topo": read_fixture(HGX_TOPO), "lldpctl": read_fixture(SONIC_LLDP), "sysfs": ROCE_SYSFS}
+    gpu = build_topology(sources)
+    assert gpu["rail_source"] == "gpu" and len(gpu["rails"]) == 8
+    # gpufabric_rail_interfaces as an inventory writes it (string keys): rail 0 on mlx5_0's netdev, rail 1 on a
+    # netdev the host does not have.
+    topology = build_topology(sources, rail_interfaces={"1": "ens9np0", "0": "ens108np0"})
+    assert topology["rail_source"] == "inventory"
+    rail0, rail1 = topology["rails"]
+    assert (rail0["rail"], rail0["gpu"], rail0["device"], rail0["port"], rail0["netdev"], rail0["link"]) == (
+        0, "GPU0", "mlx5_0", 1, "ens108np0", "PIX")
+    assert (rail0["state"], rail0["up"], rail0["rate_gbps"], rail0["mtu"], rail0["exists"]) == (
+        "ACTIVE", True, 400.0, 9000, True)
+    assert (rail0["switch"], rail0["switch_port"]) == ("LEAF01", "Ethernet184")
+    assert (rail1["netdev"], rail1["device"], rail1["state"], rail1["exists"]) == ("ens9np0", None, None, False)
+    with pytest.raises(RailInterfacesError, match="gpufabric_rail_interfaces must be a list of interface names"):
+        build_topology(sources, rail_interfaces="ens108np0")
+
+
+def test_rdma_devices_are_rails_only_on_a_host_without_gpus():
+    # No nvidia-smi: the RDMA device with an ACTIVE port is rail 0.
+    topology = build_topology({"sysfs": ROCE_SYSFS, "reasons": {"nvidia_smi_topo": "nvidia-smi not found"}})
+    assert topology["rail_source"] == "rdma_devices"
+    assert [(rail["rail"], rail["device"], rail["netdev"], rail["gpu"]) for rail in topology["rails"]] == [
+        (0, "mlx5_0", "ens108np0", None)]
+    # A GPU host whose nvidia-smi prints no NIC legend: GPU rails on NICs no RDMA device answers to (NIC7 ...),
+    # never the host's RDMA devices in their place.
+    no_legend = build_topology({"nvidia_smi_topo": read_fixture(
+        "nvidia_smi_topo/nccl-tests-321-h20-vm-8gpu-8nic-no-legend.txt"), "sysfs": ROCE_SYSFS})
+    assert no_legend["rail_source"] == "gpu"
+    assert [(rail["gpu"], rail["device"], rail["port"], rail["state"]) for rail in no_legend["rails"]][:2] == [
+        ("GPU0", "NIC7", None, None), ("GPU1", "NIC6", None, None)]
+
+
+def test_switch_port_sent_as_a_mac_is_named_by_its_description():
+    topology = build_topology({"sysfs": ROCE_SYSFS, "lldpctl": read_fixture(SONIC_LLDP)})
+    rail = topology["rails"][0]
+    # Edited from the capture: the switch sends its port's MAC as the port ID (some do), its name as the description.
+    neighbor = dict(_neighbor_of(topology, "ens108np0"), port_id="a0:88:c2:e3:14:2a", port_id_type="mac",
+                    port_descr="Ethernet1/1")
+    topology["lldp"]["neighbors"] = [neighbor]
+    rails, _source, _findings = resolve_rails(topology)
+    assert (rail["switch_port"], rails[0]["switch_port"]) == ("Ethernet184", "Ethernet1/1")
 
 
 def test_roce_port_without_v2_gid_is_reported():

@@ -64,7 +64,8 @@ def test_live_host_without_gpu_rdma_or_lldpd_gets_facts_with_reasons():
     assert topology["lldp"]["available"] is True or topology["lldp"]["reason"]
     if shutil.which("lldpctl") is None:
         assert topology["lldp"]["reason"] == "lldpctl not found in PATH (install and start lldpd)"
-    assert topology["rails"] == []
+    assert (topology["rails"], topology["rail_source"]) == ([], "none")
+    assert result["ansible_facts"]["gpufabric_topology_stale"] is False
     names = {i["name"] for i in topology["interfaces"]}
     assert before & after <= names <= before | after, (names, before, after)
 
@@ -120,6 +121,27 @@ def test_bad_arguments_fail_with_a_clear_message(args, message):
     assert message in result["msg"]
 
 
+def test_inventory_rails_are_resolved_in_the_facts():
+    # gpufabric_rail_interfaces as the inventory writes it, a mapping with string keys: rail 1 names the loopback
+    # (never listed) and rail 0 an interface this machine does not have.
+    result = _module(json.dumps({"rail_interfaces": {"1": "lo", "0": "gpufabric-nic9"}}))
+    topology = result["ansible_facts"]["gpufabric_topology"]
+    assert topology["rail_source"] == "inventory"
+    assert [(rail["rail"], rail["netdev"], rail["device"], rail["exists"]) for rail in topology["rails"]] == [
+        (0, "gpufabric-nic9", None, False), (1, "lo", None, False)]
+
+
+@pytest.mark.parametrize("value, message", [
+    ("eth1,eth2", "gpufabric_rail_interfaces must be a list of interface names (item i is rail i) or a mapping"),
+    ({"first": "eth1"}, "gpufabric_rail_interfaces: rail 'first' is not an integer"),
+    (["eth1", ""], "gpufabric_rail_interfaces: rail 1 must name an interface, got ''"),
+])
+def test_bad_rail_interfaces_fail_naming_the_variable(value, message):
+    result = _module(json.dumps({"rail_interfaces": value}))
+    assert result["failed"] is True
+    assert message in result["msg"], result["msg"]
+
+
 def test_capture_onto_a_file_fails_clearly(tmp_path):
     target = tmp_path / "a-file"
     target.write_text("x")
@@ -133,6 +155,7 @@ def test_module_docs_render():
                                capture_output=True, text=True, timeout=120, check=False)
     assert completed.returncode == 0, completed.stderr
     doc = json.loads(completed.stdout)["gpufabric.core.topology_facts"]
-    assert sorted(doc["doc"]["options"]) == ["capture", "proc_root", "snapshot", "sys_root", "timeout"]
+    assert sorted(doc["doc"]["options"]) == ["capture", "proc_root", "rail_interfaces", "snapshot", "sys_root",
+                                             "timeout"]
     assert doc["doc"]["attributes"]["check_mode"]["support"] == "full"
     assert "gpufabric_topology" in doc["return"]["ansible_facts"]["contains"]
