@@ -10,8 +10,10 @@ short_description: Report hosts of one group whose NCCL NIC selections differ
 version_added: "0.1.0"
 description:
   - Hosts that run one job together must use the same RDMA ports, or collectives between them fall back to a
-    slower path or hang. This filter groups the hosts by their consistency group and reports each group whose
-    hosts differ in C(NCCL_IB_HCA) (compared as sets) or in C(NCCL_IB_DISABLE).
+    slower path or hang. This filter groups the hosts by their peer group (the inventory's C(gpufabric_peer_group),
+    the hosts cabled alike) and reports each group whose hosts differ in C(NCCL_IB_HCA) (compared as sets) or in
+    C(NCCL_IB_DISABLE). It is the collection's one check for that hang; the C(gpufabric.core.nccl) role runs it
+    before it writes.
   - Hosts without a group, or without a configuration yet, are not compared.
 positional: _input
 options:
@@ -29,9 +31,11 @@ options:
     type: str
     default: __nccl_config
   group_var:
-    description: Name of the host variable naming the host's consistency group.
+    description:
+      - Name of the host variable naming the host's peer group.
+      - The default was C(nccl_consistency_group), the nccl role's own grouping, now deprecated.
     type: str
-    default: nccl_consistency_group
+    default: gpufabric_peer_group
   group:
     description: Report only this group (each host checking its own group); empty reports every group.
     type: str
@@ -46,7 +50,7 @@ EXAMPLES = r"""
     that: __problems | length == 0
     fail_msg: "{{ __problems | join('; ') }}"
   vars:
-    __problems: "{{ ansible_play_hosts | gpufabric.core.nccl_hca_consistency(hostvars, group=nccl_consistency_group) }}"
+    __problems: "{{ ansible_play_hosts | gpufabric.core.nccl_hca_consistency(hostvars, group=gpufabric_peer_group) }}"
 """
 
 RETURN = r"""
@@ -64,7 +68,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import hca_consistency
 
 
-def nccl_hca_consistency(hosts, hostvars, config_var="__nccl_config", group_var="nccl_consistency_group", group=""):
+def nccl_hca_consistency(hosts, hostvars, config_var="__nccl_config", group_var="gpufabric_peer_group", group=""):
     if not isinstance(hosts, (list, tuple)):
         raise AnsibleFilterError("nccl_hca_consistency: expected a list of host names, got %s" % type(hosts).__name__)
     entries = []

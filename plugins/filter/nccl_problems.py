@@ -21,12 +21,13 @@ description:
     directories - C(nccl_conf_path) C(/etc/nccl.conf) or under C(/etc/nccl/), C(nccl_profile_script_path) a
     C(.sh) file under C(/etc/profile.d/), C(nccl_env_file_path) under C(/etc/) with C(nccl) in its name,
     C(nccl_topology_xml_path) under C(/etc/nccl/)."
-  - What needs the host's topology (the RDMA ports, agreement within a consistency group) is checked later, on the
+  - What needs the host's topology (the RDMA ports, agreement within a peer group) is checked later, on the
     facts, by C(gpufabric.core.nccl_config) and C(gpufabric.core.nccl_hca_consistency).
   - The role's preflight and C(playbooks/check_inventory.yml) run this same filter.
 options:
   _input:
-    description: The role's variables by name (C(nccl_*)); other names are ignored.
+    description: The role's variables by name (C(nccl_*)), and the inventory's C(gpufabric_peer_group) the role
+      groups hosts by; other names are ignored.
     type: dict
     required: true
 author:

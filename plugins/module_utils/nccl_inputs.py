@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What is wrong with the nccl role's variables, checked on the controller before any host changes.
 
-nccl_problems() takes the role's variables by name (nccl_*; other names are ignored) after argument_specs has
-checked their types and choices, and returns one sentence per problem naming the variable. What needs the host's
+nccl_problems() takes the role's variables by name (nccl_*, and the inventory's gpufabric_peer_group the role groups
+hosts by; other names are ignored) after argument_specs has checked their types and choices, and returns one sentence
+per problem naming the variable. What needs the host's
 topology (which RDMA ports to use, whether hosts of a group agree) is decided later by nccl_config() on the facts.
 """
 
@@ -119,4 +120,8 @@ def nccl_problems(settings):
     group = settings.get("nccl_consistency_group", "default")
     if not isinstance(group, str) or has_line_break(group):
         problems.append("nccl_consistency_group: must be a one-line name (or empty); got %r" % (group,))
+    group = settings.get("gpufabric_peer_group", "all")
+    if not isinstance(group, str) or not group or has_line_break(group):
+        problems.append("gpufabric_peer_group: must be a one-line, non-empty name (the hosts cabled alike); got %r"
+                        % (group,))
     return problems

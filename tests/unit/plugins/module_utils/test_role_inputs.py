@@ -153,6 +153,8 @@ def test_nccl_defaults_and_example_inventory_pass():
     ({"nccl_algorithm_tiers": [{"max_nodes": None, "algorithms": "Ring\nNCCL_DEBUG=TRACE"}]},
      "nccl_algorithm_tiers[0].algorithms", ["NCCL_ALGO names"]),
     ({"nccl_consistency_group": "hgx\n"}, "nccl_consistency_group", ["one-line"]),
+    ({"gpufabric_peer_group": ""}, "gpufabric_peer_group", ["non-empty", "cabled alike"]),
+    ({"gpufabric_peer_group": ["su1"]}, "gpufabric_peer_group", ["one-line"]),
     ({"nccl_hca_selection": "all"}, "nccl_hca_selection", ["gpu_affine or all_active"]),
 ])
 def test_nccl_bad_values_are_named(changes, name, words):
