@@ -166,8 +166,17 @@ reboot_marker_present:
   description: Whether an earlier run left reasons in the marker every role uses (C(/run/gpufabric/rdma-reboot-required)).
   returned: always
   type: bool
+topology_changed:
+  description:
+    - Whether this run loaded a kernel module, which can bring RDMA devices, ports and netdevs that topology
+      discovery has not seen (never in check mode).
+    - When true, C(ansible_facts.gpufabric_topology_stale) is set too, so that the roles after this one run
+      M(gpufabric.core.topology_facts) again.
+  returned: always
+  type: bool
+  sample: true
 ansible_facts:
-  description: The exported reboot facts.
+  description: The exported reboot facts, and C(gpufabric_topology_stale) (true) when RV(topology_changed).
   returned: always
   type: dict
   contains:
@@ -207,7 +216,7 @@ def _modinfo_parameters(module, modinfo, names):
     return known
 
 
-def _exit(module, changes, actions, reasons, modules, unchecked):
+def _exit(module, changes, actions, reasons, modules, unchecked, topology_changed=False):
     # The marker is only read here (the reboot policy's reboot_marker records into it): whether an earlier run left
     # reasons decides whether the reboot phase runs, and the exported facts say what is pending, every run.
     p = module.params
@@ -218,10 +227,14 @@ def _exit(module, changes, actions, reasons, modules, unchecked):
         pending, "rdma", p["reboot_ok"], p["reboot_possible"])
     if why_not:
         module.warn("%s%s" % (p["host"] + ": " if p["host"] else "", why_not))
+    facts = rm.exported_facts("rdma", pending)
+    if topology_changed:
+        facts["gpufabric_topology_stale"] = True
     module.exit_json(changed=bool(changes or actions), diff=rc.diff_of(changes), reboot_reasons=reasons,
                      files=[{"path": c["path"], "state": c["state"]} for c in changes], actions=actions,
                      modules_effective=modules, modules_not_checked=unchecked,
-                     reboot_marker_present=recorded is not None, ansible_facts=rm.exported_facts("rdma", pending))
+                     reboot_marker_present=recorded is not None, topology_changed=topology_changed,
+                     ansible_facts=facts)
 
 
 def main():
@@ -342,6 +355,7 @@ def main():
     if check_mode:
         _exit(module, changes, actions, reasons, modules, unchecked)
 
+    loaded = False
     if p["load_modules"]:
         modprobe = module.get_bin_path("modprobe", required=True)
         for name in modules:
@@ -350,6 +364,7 @@ def main():
                 if code != 0:
                     module.fail_json(msg="modprobe %s failed: %s" % (name, err.strip()))
                 actions.append("loaded %s" % name)
+                loaded = True
     if modprobe_change and p["update_initramfs"] and p["load_modules"] and \
             module.get_bin_path(p["initramfs_command"][0]):
         code, _out, err = module.run_command(p["initramfs_command"])
@@ -357,7 +372,7 @@ def main():
             module.fail_json(msg="%s failed: %s" % (" ".join(p["initramfs_command"]), err.strip()))
         actions.append("rebuilt the initramfs")
 
-    _exit(module, changes, actions, reasons, modules, unchecked)
+    _exit(module, changes, actions, reasons, modules, unchecked, topology_changed=loaded)
 
 
 if __name__ == "__main__":
