@@ -251,6 +251,15 @@ activation_started:
   returned: always
   type: bool
   sample: true
+topology_changed:
+  description:
+    - Whether bonds, VLANs or interfaces were (re)configured on the running host, which changes the netdevs, bond
+      membership and addresses (so the RoCE GIDs) topology discovery sees; the same as RV(activation_started).
+    - When true, C(ansible_facts.gpufabric_topology_stale) is set too, so that the roles after this one run
+      M(gpufabric.core.topology_facts) again.
+  returned: always
+  type: bool
+  sample: true
 """
 
 import os
@@ -612,7 +621,8 @@ def main():
     directory = params["config_dir"] or defaults["config_dir"]
     prefix = params["file_prefix"] or defaults["file_prefix"]
     result = dict(changed=False, files=[], changes=[], checksums_before={}, config={}, transaction="",
-                  rollback_armed=False, rollback_deadline=0, activation_started=False, helper_action="",
+                  rollback_armed=False, rollback_deadline=0, activation_started=False, topology_changed=False,
+                  helper_action="",
                   service_actions=[],
                   validation={"tool": None, "ran": False, "warnings": [], "output": ""})
 
@@ -733,7 +743,8 @@ def main():
             rc, out, err = module.run_command([params["helper"], "rollback", transaction.path])
             module.fail_json(msg="%s; the previous files were restored (helper exit status %d) and nothing was "
                                  "activated" % (error, rc), **result)
-        result["activation_started"] = True
+        result["activation_started"] = result["topology_changed"] = True
+        result["ansible_facts"] = {"gpufabric_topology_stale": True}
     hosts.release()
     module.exit_json(**result)
 
