@@ -84,6 +84,16 @@ file_changed:
   description: Whether the file at O(path) changed (or would change).
   returned: always
   type: bool
+topology_changed:
+  description:
+    - Whether FRR's running configuration changed (never in check mode), which changes what topology discovery sees
+      of the host's routed uplinks (BGP sessions) and of the interfaces FRR configures (loopback addresses, router
+      advertisements).
+    - When true, C(ansible_facts.gpufabric_topology_stale) is set too, so that the roles after this one run
+      M(gpufabric.core.topology_facts) again.
+  returned: always
+  type: bool
+  sample: true
 """
 
 import os
@@ -166,6 +176,7 @@ def main():
             "file_changed": file_changed,
             "lines_deleted": pending["delete"],
             "lines_added": pending["add"],
+            "topology_changed": False,
         }
         if module._diff:
             before, after = diff_text(pending)
@@ -196,6 +207,8 @@ def main():
                 # removes `neighbor X bfd profile P` and the bfd block in the same pass): a second pass does.
                 rc, out, err = module.run_command([params["reload_command"], "--reload", path])
                 left = _pending(module, params["reload_command"], path) if rc == 0 else left
+            result["topology_changed"] = True
+            result["ansible_facts"] = {"gpufabric_topology_stale": True}
             if changes_pending(left):
                 module.fail_json(msg="FRR did not take every line of %s; still different: %s" % (
                     path, "; ".join(left["delete"] + left["add"])), **result)
