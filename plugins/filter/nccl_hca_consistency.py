@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: nccl_hca_consistency
-short_description: Report hosts of one group whose NCCL NIC selections differ
+short_description: Report hosts of one peer group whose NCCL NIC selections differ
 version_added: "0.1.0"
 description:
   - Hosts that run one job together must use the same RDMA ports, or collectives between them fall back to a

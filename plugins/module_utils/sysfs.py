@@ -20,7 +20,8 @@ from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import (
     parse_rate_gbps,
 )
 
-_IB_DEVICE_FILES = ("hca_type", "fw_ver", "board_id", "node_guid", "device/uevent", "device/numa_node")
+# parent: the netdev of a software device (Soft-RoCE rxe, siw); hardware devices have none.
+_IB_DEVICE_FILES = ("hca_type", "fw_ver", "board_id", "node_guid", "parent", "device/uevent", "device/numa_node")
 _IB_PORT_FILES = ("state", "phys_state", "rate", "link_layer")
 _NET_FILES = ("address", "mtu", "operstate", "speed", "type", "uevent", "dev_port", "device/uevent",
               "device/numa_node", "bonding/slaves", "bonding/mode")
@@ -155,7 +156,7 @@ def natural_key(name):
 
 def rdma_devices(sysfs):
     """RDMA devices under class/infiniband: {name: {pci_address, numa_node, driver, hca_type, fw_ver,
-    board_id, netdevs, ports: {port: {state, physical_state, rate_gbps, link_layer, gids}}}}."""
+    board_id, parent, netdevs, ports: {port: {state, physical_state, rate_gbps, link_layer, gids}}}}."""
     devices = {}
     for name in sorted(_children(sysfs, "class/infiniband/"), key=natural_key):
         base = "class/infiniband/%s/" % name
@@ -190,6 +191,7 @@ def rdma_devices(sysfs):
             "hca_type": sysfs.get(base + "hca_type"),
             "fw_ver": sysfs.get(base + "fw_ver"),
             "board_id": sysfs.get(base + "board_id"),
+            "parent": sysfs.get(base + "parent"),
             "netdevs": sorted(_children(sysfs, base + "device/net/"), key=natural_key),
             "ports": ports,
         }
