@@ -47,7 +47,8 @@ options:
     type: path
     default: /etc/systemd/system
   wait_seconds:
-    description: How long to wait for each device to appear after its unit started.
+    description: How long to wait, after a change, for each device to appear with an ACTIVE port (a warning names a
+      device that has none by then).
     type: int
     default: 30
 notes:
@@ -126,12 +127,17 @@ UNIT_MODE = 0o644
 
 
 def _wait_for(devices, deadline_s):
-    """The host's Soft-RoCE devices once every wanted one is there on its netdev, or when the deadline passes."""
+    """The host's RDMA devices once every wanted Soft-RoCE device is there on its netdev with an ACTIVE port (what
+    discovery after this step must see), or when the deadline passes."""
     deadline = time.monotonic() + deadline_s
     while True:
-        present = sr.soft_devices(live_rdma_devices())
-        if all(present.get(name) == netdev for name, netdev in devices.items()) or time.monotonic() >= deadline:
-            return present
+        rdma_devices = live_rdma_devices()
+        present = sr.soft_devices(rdma_devices)
+        ready = all(present.get(name) == netdev and any(
+            port.get("state") == "ACTIVE" for port in rdma_devices[name]["ports"].values())
+            for name, netdev in devices.items())
+        if ready or time.monotonic() >= deadline:
+            return rdma_devices
         time.sleep(0.2)
 
 
@@ -205,7 +211,8 @@ def main():
         module.fail_json(msg=str(exc), **result)
     result["changed"] = bool(changes or actions)
     if not check and result["changed"]:
-        after = _wait_for(wanted, params["wait_seconds"])
+        rdma_after = _wait_for(wanted, params["wait_seconds"])
+        after = sr.soft_devices(rdma_after)
         missing = sorted(name for name in wanted if after.get(name) != wanted[name])
         result["devices"] = after
         result["topology_changed"] = after != before
@@ -215,6 +222,11 @@ def main():
             module.fail_json(msg="Soft-RoCE devices %s did not appear within %d s: see journalctl -u %s" % (
                 ", ".join(missing), params["wait_seconds"], " -u ".join(sr.unit_name(name) for name in missing)),
                 **result)
+        for name in sorted(wanted):
+            states = sorted(set(port.get("state") or "unknown" for port in rdma_after[name]["ports"].values()))
+            if "ACTIVE" not in states:
+                module.warn("%s on %s is %s after %d s: is %s up and carrying its link?" % (
+                    name, wanted[name], "/".join(states) or "without a port", params["wait_seconds"], wanted[name]))
     module.exit_json(**result)
 
 
