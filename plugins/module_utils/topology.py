@@ -326,7 +326,6 @@ def _routing(sources, findings, reasons):
 
 # ---------------------------------------------------------------- rails: resolved once, read by every consumer
 
-RAIL_SOURCES = ("inventory", "gpu", "rdma_devices", "none")
 RAIL_INTERFACES_VARIABLE = "gpufabric_rail_interfaces"
 _MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$", re.IGNORECASE)
 # States of a usable rail: RDMA port state ACTIVE, or netdev operstate up.
