@@ -99,17 +99,20 @@ def unit_content(name, netdev, rdma, modprobe):
     )
 
 
-def conflicts(devices, rdma_devices, netdevs):
+def conflicts(devices, rdma_devices, netdevs, removable=()):
     """Why the desired devices cannot be made on this host, one sentence each (nothing has changed yet).
 
-    rdma_devices: sysfs.rdma_devices() of the host; netdevs: the names under /sys/class/net.
-    A netdev whose NIC has an RDMA function of its own would be shadowed by a Soft-RoCE device; a name an RDMA device
-    already has on another netdev (or a hardware device's name) cannot be taken.
+    rdma_devices: sysfs.rdma_devices() of the host; netdevs: the names under /sys/class/net; removable: the Soft-RoCE
+    devices this module made earlier and removes in the same run (their names and netdevs are free again).
+    A netdev whose NIC has an RDMA function of its own would be shadowed by a Soft-RoCE device; the kernel makes one
+    Soft-RoCE device per netdev; a name another RDMA device has cannot be taken.
     """
     found = []
-    hardware = {}
+    hardware, soft = {}, {}
     for name, device in rdma_devices.items():
         if device.get("parent"):
+            if name not in removable:
+                soft[device["parent"]] = name
             continue
         carried = set(device.get("netdevs") or [])
         for port in (device.get("ports") or {}).values():
@@ -126,9 +129,12 @@ def conflicts(devices, rdma_devices, netdevs):
             found.append("%s.netdev: %s already has the RDMA device %s; a Soft-RoCE device would shadow its NIC's "
                          "own RDMA function" % (where, netdev, hardware[netdev]))
         existing = rdma_devices.get(name)
-        if existing is not None and existing.get("parent") != netdev:
+        if existing is not None and name not in removable and existing.get("parent") != netdev:
             found.append("%s.name: the RDMA device %s already exists%s" % (
                 where, name, " on %s" % existing["parent"] if existing.get("parent") else " (a hardware device)"))
+        if soft.get(netdev) not in (None, name):
+            found.append("%s.netdev: %s is the netdev of %s already; the kernel makes one Soft-RoCE device per "
+                         "netdev" % (where, netdev, soft[netdev]))
     return found
 
 

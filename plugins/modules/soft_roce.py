@@ -153,21 +153,22 @@ def main():
     )
     params = module.params
     devices = params["devices"]
+    unit_dir = params["unit_dir"]
     problems = sr.problems(devices)
-    if not problems:
-        rdma_now = live_rdma_devices()
-        netdevs = set(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") else set()
-        problems = sr.conflicts(devices, rdma_now, netdevs)
+    if problems:
+        module.fail_json(msg="Nothing was changed. " + "; ".join(problems))
+    wanted = {device["name"]: device["netdev"] for device in devices}
+    # The devices of units this module wrote and no longer wanted: removed in this run.
+    owned = sorted(name for name in (sr.device_of_unit(f) for f in os.listdir(unit_dir)) if name) \
+        if os.path.isdir(unit_dir) else []
+    stale = [name for name in owned if name not in wanted]
+    rdma_now = live_rdma_devices()
+    netdevs = set(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") else set()
+    problems = sr.conflicts(devices, rdma_now, netdevs, removable=stale)
     if problems:
         module.fail_json(msg="Nothing was changed. " + "; ".join(problems))
     rdma = module.get_bin_path("rdma", required=True)
     modprobe = module.get_bin_path("modprobe", required=True)
-
-    wanted = {device["name"]: device["netdev"] for device in devices}
-    unit_dir = params["unit_dir"]
-    owned = sorted(name for name in (sr.device_of_unit(f) for f in os.listdir(unit_dir)) if name) \
-        if os.path.isdir(unit_dir) else []
-    stale = [name for name in owned if name not in wanted]
     desired = [{"path": os.path.join(unit_dir, sr.unit_name(name)), "mode": UNIT_MODE,
                 "content": sr.unit_content(name, netdev, rdma, modprobe)} for name, netdev in sorted(wanted.items())]
     desired += [{"path": os.path.join(unit_dir, sr.unit_name(name)), "mode": UNIT_MODE, "content": None}
