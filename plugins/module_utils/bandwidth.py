@@ -490,7 +490,8 @@ def command_for(params, test, numactl_path, server=None):
         )
     binding_note = "NUMA binding disabled"
     if params["numa_binding"] and test.get("numa_node") is not None:
-        prefix, binding_note = numa_binding_argv(test["numa_node"], numactl_path, sysfs.numa_cpulist(int(test["numa_node"])) if test["numa_node"] >= 0 else None)
+        cpulist = sysfs.numa_cpulist(int(test["numa_node"])) if test["numa_node"] >= 0 else None
+        prefix, binding_note = numa_binding_argv(test["numa_node"], numactl_path, cpulist)
         binding_note = binding_note or "bound to NUMA node %d with %s" % (test["numa_node"], os.path.basename(prefix[0]))
         argv = prefix + argv
     elif params["numa_binding"]:

@@ -49,7 +49,7 @@ site() {
     log "site.yml run $name"
     ansible-playbook -i "$OUT/inventory" "$ROOT/playbooks/site.yml" \
         -e "discover_report_dir=$OUT/$name/discover verify_report_dir=$OUT/$name/verify" \
-        -e gpufabric_cooling_hosts=no_cooling_in_this_lab "$@" 2>&1 | tee "$OUT/$name.log" >/dev/null
+        -e gpufabric_cooling_hosts=no_cooling_in_this_lab "$@" </dev/null 2>&1 | tee "$OUT/$name.log" >/dev/null
     local rc=${PIPESTATUS[0]}
     sed -n '/PLAY RECAP/,$p' "$OUT/$name.log" >&2
     grep -o '"topology_changed": [a-z]*' "$OUT/$name.log" | sort | uniq -c >&2 || true
@@ -57,7 +57,7 @@ site() {
 }
 
 assertions() {
-    python -m pytest -p no:cacheprovider -q -rs "$ROOT/tests/vm/test_site_one_run.py" "$@"
+    python -m pytest -p no:cacheprovider -q -rs "$ROOT/tests/vm/test_site_one_run.py" "$@" </dev/null
 }
 
 # -v: the first run's module results, with each topology_changed, are kept in its log.

@@ -129,8 +129,9 @@ def test_the_sweep_tested_the_rails_both_ends_have(host, capsys):
     with capsys.disabled():
         print("\nthe sweep's rails (verify.json):")
         for test in sorted(tests, key=lambda item: item["rail"]):
-            print("  rail %d: %s %s -> %s %s: %s" % (test["rail"], test["client"], test["client_device"],
-                                                    test["server"], test["server_device"], test["command"]))
+            print("  rail %d: %s %s -> %s %s: %s" % (
+                test["rail"], test["client"], test["client_device"], test["server"], test["server_device"],
+                test["command"]))
 
 
 @pytest.mark.skipif(not RECAP, reason="GPUFABRIC_SITE_ONE_RUN_RECAP is not set: no second run")
