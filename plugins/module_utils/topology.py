@@ -240,6 +240,8 @@ def _rdma(sources, sysfs, interfaces, findings, reasons):
             "firmware": from_sysfs.get("fw_ver") or ca.get("firmware_version") or verbs.get("fw_ver"),
             "pci_address": pci,
             "numa_node": from_sysfs.get("numa_node"),
+            # A software device's netdev (Soft-RoCE rxe, siw): it has no NIC of its own to tune.
+            "parent": from_sysfs.get("parent"),
             "netdev": next((port["netdev"] for port in ports if port["netdev"]), None),
             "ports": ports,
         })

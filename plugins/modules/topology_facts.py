@@ -153,7 +153,8 @@ ansible_facts:
                  cpu_affinity: "0-47,96-143", nvlink_peers: [1, 2, 3, 4, 5, 6, 7], nearest_nics: [mlx5_0],
                  nearest_link: PIX}
         rdma:
-          description: C(available), C(reason) when not, and C(devices) with their ports.
+          description: C(available), C(reason) when not, and C(devices) (name, model, firmware, pci_address,
+            numa_node, C(parent) - the netdev of a software device such as Soft-RoCE, else null - netdev, ports).
           type: dict
           sample:
             available: false
