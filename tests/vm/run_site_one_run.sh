@@ -47,13 +47,16 @@ site() {
     local name=$1
     shift
     log "site.yml run $name"
+    # The same report directories every run: the fabric map is part of what a second run must leave unchanged.
     ansible-playbook -i "$OUT/inventory" "$ROOT/playbooks/site.yml" \
-        -e "discover_report_dir=$OUT/$name/discover verify_report_dir=$OUT/$name/verify" \
+        -e "discover_report_dir=$OUT/reports/discover verify_report_dir=$OUT/reports/verify" \
         -e gpufabric_cooling_hosts=no_cooling_in_this_lab "$@" </dev/null 2>&1 | tee "$OUT/$name.log" >/dev/null
     local rc=${PIPESTATUS[0]}
     sed -n '/PLAY RECAP/,$p' "$OUT/$name.log" >&2
     grep -o '"topology_changed": [a-z]*' "$OUT/$name.log" | sort | uniq -c >&2 || true
     ((rc == 0)) || die "site.yml run $name failed (rc $rc): $OUT/$name.log"
+    mkdir -p "$OUT/$name"
+    cp -r "$OUT/reports/." "$OUT/$name/"
 }
 
 assertions() {
