@@ -72,6 +72,7 @@ def test_every_capture_is_tested():
                                    "lab-qemu-ip-xfrm-state-kernel-esp.txt", "lab-qemu-ip-xfrm-policy-kernel-esp.txt",
                                    ROLE_XFRM_STATE, ROLE_XFRM_POLICY, ROLE_LIST_SAS, ROLE_ROCE_TCPDUMP}
     tested |= set(VLAN_RAILS) | set(ROLE_SWEEP.values()) | {SYS_MODULE_IB_CORE}
+    tested.add("lab-qemu-sysfs-parent-rxe.txt")  # test_soft_roce.py
     assert sorted(tested) == fixture_names(FOLDER)
 
 
