@@ -2,7 +2,7 @@
 
 import json
 
-testinfra_hosts = ["podman://discover-node1", "podman://discover-node2", "podman://discover-node3"]
+testinfra_hosts = ["podman://fabric-node1", "podman://fabric-node2", "podman://fabric-node3"]
 
 
 def _live_neighbours(host):

@@ -1,4 +1,5 @@
-"""The fabric map discover.yml wrote on the controller during converge."""
+"""What converge wrote on the controller: the fabric map of discover.yml and the Slurm files of
+playbooks/scheduler.yml."""
 
 import json
 import os
@@ -17,3 +18,13 @@ def fabric_map():
 @pytest.fixture(scope="session")
 def fabric_html():
     return (REPORTS / "fabric_map.html").read_text()
+
+
+@pytest.fixture(scope="session")
+def slurm_result():
+    return json.loads((REPORTS / "slurm_topology.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def reports():
+    return REPORTS

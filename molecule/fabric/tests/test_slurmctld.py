@@ -11,7 +11,7 @@ import re
 import subprocess
 
 # podman exec per check (why: tests/molecule_helpers.py)
-testinfra_hosts = ["podman://scheduler-ctl", "podman://scheduler-ctl13"]
+testinfra_hosts = ["podman://fabric-ctl", "podman://fabric-ctl13"]
 
 
 def _topology(host):
@@ -33,10 +33,10 @@ def _task_output(output, task):
 
 def test_slurmctld_shows_the_leaf_and_the_spine_of_rail0(host):
     # Rail 0 of node1 and node2 reaches leaf-a; leaf-a's uplink (LLDP on the leaf) reaches spine-1.
-    # scheduler-node3 is miscabled (its rail 0 reaches leaf-b): left out, not guessed.
+    # fabric-node3 is miscabled (its rail 0 reaches leaf-b): left out, not guessed.
     assert _topology(host) == {
-        "leaf-a": ("0", "scheduler-node[1-2]", None),
-        "spine-1": ("1", "scheduler-node[1-2]", "leaf-a"),
+        "leaf-a": ("0", "fabric-node[1-2]", None),
+        "spine-1": ("1", "fabric-node[1-2]", "leaf-a"),
     }
 
 
@@ -44,12 +44,12 @@ def test_installed_file_is_the_report_and_the_hand_written_one_is_backed_up(host
     installed = host.file("/etc/slurm/topology.conf")
     # Compared by digest: testinfra's file contents through the ansible connection lose the last newline.
     assert _sha256(host, "/etc/slurm/topology.conf") == hashlib.sha256((reports / "topology.conf").read_bytes()).hexdigest()
-    assert "# left out: scheduler-node3: miscabled: scheduler-node3 rail 0 (eth1) reaches leaf-b port swp3" \
+    assert "# left out: fabric-node3: miscabled: fabric-node3 rail 0 (eth1) reaches leaf-b port swp3" \
         in installed.content_string
     backups = host.check_output("ls /etc/slurm").split()
     backups = [name for name in backups if re.fullmatch(r"topology\.conf\..+~", name)]
     assert len(backups) == 1, backups
-    assert _sha256(host, "/etc/slurm/" + backups[0]) == hashlib.sha256(b"SwitchName=handwritten Nodes=scheduler-node[1-3]\n").hexdigest()
+    assert _sha256(host, "/etc/slurm/" + backups[0]) == hashlib.sha256(b"SwitchName=handwritten Nodes=fabric-node[1-3]\n").hexdigest()
 
 
 def _sha256(host, path):
@@ -59,15 +59,15 @@ def _sha256(host, path):
 def test_slurmctld_read_the_file_and_names_the_left_out_node_itself(host):
     log = host.file("/var/log/slurm/slurmctld.log").content_string
     assert "fatal" not in log, log[-2000:]
-    assert "switches lack access to 1 nodes: scheduler-node3" in log, log[-2000:]
+    assert "switches lack access to 1 nodes: fabric-node3" in log, log[-2000:]
     assert host.service("slurmctld").is_running
 
 
 def test_report_names_the_miscabled_host_and_orders_the_host_list(slurm_result, reports):
-    assert [item["host"] for item in slurm_result["excluded"]] == ["scheduler-node3"]
+    assert [item["host"] for item in slurm_result["excluded"]] == ["fabric-node3"]
     assert slurm_result["excluded"][0]["reasons"][0].startswith("miscabled: ")
-    assert (reports / "hostfile").read_text() == "scheduler-node1\nscheduler-node2\n"
-    assert slurm_result["rails"]["1"]["hostlist"] == ["scheduler-node1", "scheduler-node2"]
+    assert (reports / "hostfile").read_text() == "fabric-node1\nfabric-node2\n"
+    assert slurm_result["rails"]["1"]["hostlist"] == ["fabric-node1", "fabric-node2"]
     # The map itself: two leaves, node3 miscabled (what a newcomer sees in the HTML page).
     assert slurm_result["switch_names"] == {}
 
@@ -80,8 +80,8 @@ def test_rail1_tree_replaces_rail0_and_reconfigures_only_when_changed(host, tmp_
     assert first.returncode == 0, first.stdout[-3000:]
     assert "changed: [%s]" % name in _task_output(first.stdout, "Install | scontrol reconfigure")
     assert _topology(host) == {
-        "leaf-b": ("0", "scheduler-node[1-2]", None),
-        "spine-1": ("1", "scheduler-node[1-2]", "leaf-b"),
+        "leaf-b": ("0", "fabric-node[1-2]", None),
+        "spine-1": ("1", "fabric-node[1-2]", "leaf-b"),
     }
     second = _run(argv)
     assert second.returncode == 0, second.stdout[-3000:]
@@ -137,7 +137,7 @@ def test_block_topology_shown_by_24_11_and_refused_by_22_05(host, tmp_path):
     # The operator's part: slurm.conf switched to topology/block, a stale hand-written block file, a restart.
     host.check_output(
         "sed -i 's|^TopologyPlugin=topology/tree$|TopologyPlugin=topology/block|' /etc/slurm/slurm.conf"
-        " && printf 'BlockName=handwritten Nodes=scheduler-node[1-3]\\n' > /etc/slurm/topology.conf"
+        " && printf 'BlockName=handwritten Nodes=fabric-node[1-3]\\n' > /etc/slurm/topology.conf"
         " && systemctl restart slurmctld")
     # slurmctld answers once it has started: wait for it (bounded), then check what it shows.
     for _attempt in range(30):
@@ -150,12 +150,12 @@ def test_block_topology_shown_by_24_11_and_refused_by_22_05(host, tmp_path):
     assert first.returncode == 0, first.stdout[-3000:]
     assert "changed: [%s]" % name in _task_output(first.stdout, "Install | scontrol reconfigure")
     assert (tmp_path / "topology.conf").read_text().splitlines()[2:] == [
-        "BlockName=nvl1 Nodes=scheduler-node[1-2]", "BlockName=nvl2 Nodes=scheduler-node3", "BlockSizes=1,2"]
+        "BlockName=nvl1 Nodes=fabric-node[1-2]", "BlockName=nvl2 Nodes=fabric-node3", "BlockSizes=1,2"]
     # Slurm 24.11.5's own words: the two blocks of the file, and the level-2 block it aggregates from them.
     assert _blocks(host) == [
-        {"BlockName": "nvl1", "BlockIndex": "0", "Nodes": "scheduler-node[1-2]", "BlockSize": "1"},
-        {"BlockName": "nvl2", "BlockIndex": "1", "Nodes": "scheduler-node3", "BlockSize": "1"},
-        {"AggregatedBlock": "nvl[1-2]", "BlockIndex": "2", "Nodes": "scheduler-node[1-3]", "BlockSize": "2"},
+        {"BlockName": "nvl1", "BlockIndex": "0", "Nodes": "fabric-node[1-2]", "BlockSize": "1"},
+        {"BlockName": "nvl2", "BlockIndex": "1", "Nodes": "fabric-node3", "BlockSize": "1"},
+        {"AggregatedBlock": "nvl[1-2]", "BlockIndex": "2", "Nodes": "fabric-node[1-3]", "BlockSize": "2"},
     ]
     log = host.file("/var/log/slurm/slurmctld.log").content_string
     assert "fatal" not in log, log[-2000:]
