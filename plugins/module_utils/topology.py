@@ -101,10 +101,11 @@ def _gpus(sources, sysfs, findings, reasons):
         known = by_index.get(index, {})
         from_topo = topo_gpus.get(index, {})
         numa = sysfs_utils.pci_numa_node(sysfs, known.get("pci_bus_id"))
-        if numa is None or from_topo.get("gpu_numa_id") is not None:
+        cpu_side = from_topo.get("numa_affinity")
+        if cpu_side is not None and (numa is None or from_topo.get("gpu_numa_id") is not None):
             # A Grace-attached GPU (its memory is a NUMA node of its own) hangs off the CPU by NVLink-C2C: the
             # node to run and bind on is the CPU-side one nvidia-smi names first, not what its PCI function says.
-            numa = from_topo.get("numa_affinity") if from_topo.get("numa_affinity") is not None else numa
+            numa = cpu_side
         peers = (topo or {}).get("nvlinks", {}).get(name, {})
         devices.append({
             "index": index,

@@ -220,10 +220,10 @@ def plan_irq_affinity(host, devices, exclude_cpus=""):
         local = parse_cpulist(read_text(os.path.join(device_dir, "local_cpulist"), ""))
         if not local and numa_node.isdigit():
             # A node without CPUs (on a Grace host, a GPU's memory): the nearest node with CPUs serves the device.
-            served, cpus = cpu_node(int(numa_node), host.sysfs)
-            if cpus:
+            served, served_cpus = cpu_node(int(numa_node), host.sysfs)
+            if served_cpus:
                 log("%s: NUMA node %s has no CPUs; node %d is the nearest that has" % (name, numa_node, served))
-                numa_node, local = str(served), cpus
+                numa_node, local = str(served), served_cpus
         cpus = [c for c in local if c not in excluded and (not online or c in online)]
         if not cpus:
             # Everything local is excluded or offline: fall back to every allowed online CPU.
