@@ -22,7 +22,7 @@ if HAS_YAML:
         or "on" stay strings for any YAML reader. Keys in the order the renderer builds them."""
 
         def increase_indent(self, flow=False, indentless=False):
-            return super(_NetplanDumper, self).increase_indent(flow, False)
+            return super().increase_indent(flow, False)
 
     class _Key(str):
         """A mapping key, printed plain."""
