@@ -40,10 +40,10 @@ def write_grace_nodes(sys_root):
         (base / ("node%d" % node) / "cpulist").write_text(cpus + "\n")
         row = []
         for other in online:
-            other_socket = nodes[other][1]
+            other_cpus, other_socket = nodes[other]
             if other == node:
                 row.append(LOCAL)
-            elif nodes[node][0] and nodes[other][0]:
+            elif cpus and other_cpus:
                 row.append(SOCKETS)
             else:
                 row.append(OWN_SOCKET if other_socket == socket else OTHER_SOCKET)
