@@ -21,6 +21,9 @@ description:
   - "Usually runs once on the controller (C(delegate_to: localhost), C(run_once: true))."
   - The module never fails on a gate. It returns RV(verdicts), and the caller fails the hosts
     that failed, so the report is always written first.
+requirements:
+  - Jinja2 on the host that writes the report, for the HTML page (the controller has it; O(formats) without C(html)
+    does not need it)
 author:
   - gpufabric.core contributors (@gpufabric)
 extends_documentation_fragment:
@@ -159,9 +162,9 @@ metrics_by_host:
 import os
 import tempfile
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufabric.core.plugins.module_utils import gates, verify_report
+from ansible_collections.gpufabric.core.plugins.module_utils import gates, html_pages, verify_report
 
 _FILES = {"json": "verify.json", "prometheus": "verify.prom", "html": "verify.html"}
 
@@ -203,6 +206,9 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    if "html" in params["formats"] and not html_pages.HAS_JINJA2:
+        module.fail_json(msg=missing_required_lib("Jinja2", reason="for the HTML report (formats: html)"),
+                         exception=str(html_pages.JINJA2_IMPORT_ERROR))
     host_groups = {}
     for host, groups in params["hosts"].items():
         if not isinstance(groups, list):
