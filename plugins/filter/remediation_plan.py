@@ -36,6 +36,17 @@ options:
     description: The drain reason's prefix.
     type: str
     default: "gpufabric:"
+  reconcile_nodes:
+    description:
+      - Slurm's nodes (P(gpufabric.core.slurm_node_state#module)'s RV(gpufabric.core.slurm_node_state#module:nodes)) for a
+        reconcile run - every node the loop holds drained returns too, re-verified on the rail of the alert it was
+        drained for (from O(loop_nodes)). Retries returns that were held (no peer, a failed sweep) and resolved
+        alerts missed while the rulebook was down.
+    type: list
+    elements: dict
+  loop_nodes:
+    description: The ledger's entries per node (RV(gpufabric.core.slurm_node_state#module:loop_nodes)), with O(reconcile_nodes).
+    type: dict
 author:
   - gpufabric.core contributors (@gpufabric)
 """
@@ -71,14 +82,16 @@ _value:
 """
 
 
-def remediation_plan(alerts, node_names=None, prefix="gpufabric:"):
+def remediation_plan(alerts, node_names=None, prefix="gpufabric:", reconcile_nodes=None, loop_nodes=None):
     if node_names is not None and not isinstance(node_names, dict):
         raise remediation.RemediationError("node_names must map inventory hosts to Slurm node names, got %r"
                                            % (node_names,))
     problem = reason_prefix_problem("prefix", prefix)
     if problem:
         raise remediation.RemediationError(problem)
-    return remediation.plan(alerts, node_names or {}, prefix)
+    if reconcile_nodes is not None and not isinstance(reconcile_nodes, list):
+        raise remediation.RemediationError("reconcile_nodes must be the list of nodes slurm_node_state returns")
+    return remediation.plan(alerts, node_names or {}, prefix, reconcile_nodes, loop_nodes or {})
 
 
 class FilterModule:

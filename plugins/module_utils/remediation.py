@@ -40,6 +40,8 @@ HOLD_REASONS = ("guard", "foreign_drain", "alert_firing", "verify_failed", "wind
 # The ledger keeps this many recent actions (the Slurm controller's journal keeps them all).
 RECENT_ACTIONS = 200
 LEDGER_VERSION = 1
+# What the ledger keeps of the alert a node was drained for.
+ALERT_KEYS = ("host", "node", "alertname", "rail", "rail_index", "netdev", "leaf", "leaf_port", "starts_at")
 _PERCENT = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*%")
 _RAIL_INDEX = re.compile(r"(?:rail)?([0-9]+)")
 
@@ -127,11 +129,12 @@ def classify(alert, node_names=None):
     return item
 
 
-def plan(alerts, node_names=None, prefix="gpufabric:"):
+def plan(alerts, node_names=None, prefix="gpufabric:", reconcile_nodes=None, loop_nodes=None):
     """What a batch of alerts asks for: nodes to drain (firing node alerts, each with its drain reason), nodes to
     return (node alerts resolved for a node with no firing one in the batch), fabric reports (leaf and rail alerts,
     firing or resolved), and the alerts ignored with why. One entry per node: its first firing alert, or its last
-    resolved one."""
+    resolved one. With reconcile_nodes (Slurm's nodes) every node the loop holds drained returns too (a reconcile
+    run, see reconcile_items)."""
     drain, resolved, reports, ignored = {}, {}, [], []
     for alert in alerts_from(alerts):
         item = classify(alert, node_names)
@@ -145,8 +148,28 @@ def plan(alerts, node_names=None, prefix="gpufabric:"):
             reports.append(item)
         else:
             ignored.append(item)
+    if reconcile_nodes is not None:
+        for item in reconcile_items(reconcile_nodes, loop_nodes, prefix, node_names):
+            resolved.setdefault(item["node"], item)
     returning = [item for node, item in resolved.items() if node not in drain]
     return {"drain": list(drain.values()), "return": returning, "reports": reports, "ignored": ignored}
+
+
+def reconcile_items(nodes, ledger_nodes, prefix, node_names=None):
+    """A reconcile tick's returns: one resolved item per node the loop holds drained, built from the alert it was
+    drained for (kept in the ledger), or from its name alone when the ledger has none. A resolved alert missed while
+    the rulebook was down, or a return held for want of a peer, is retried this way."""
+    hosts = {name: host for host, name in (node_names or {}).items()}
+    items = []
+    for node in nodes:
+        if drain_owner(node, prefix) != "ours":
+            continue
+        kept = ((ledger_nodes or {}).get(node["name"]) or {}).get("alert") or {}
+        item = {key: kept.get(key) for key in ALERT_KEYS}
+        item.update(node=node["name"], host=kept.get("host") or hosts.get(node["name"], node["name"]),
+                    status="resolved", kind="drain", reconcile=True)
+        items.append(item)
+    return items
 
 
 # Re-verification: a healthy peer behind the same leaf
@@ -418,6 +441,9 @@ def record(ledger, action, reason, node=None, message="", now=None, detail=None)
     ledger["recent"] = (ledger["recent"] + [entry])[-RECENT_ACTIONS:]
     if node and action in ("drain", "resume"):
         ledger["nodes"][node] = {"action": action, "at": round(now, 3), "reason": reason}
+        if action == "drain" and detail:
+            # What the reconcile tick needs to re-verify the node later: host, rail, interface, leaf.
+            ledger["nodes"][node]["alert"] = {key: detail.get(key) for key in ALERT_KEYS}
     return ledger
 
 

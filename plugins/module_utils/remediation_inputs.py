@@ -56,6 +56,8 @@ def remediation_problems(settings):
     add(max_drained_problem("remediation_max_drained", settings.get("remediation_max_drained", "10%")))
     add(int_range_problem("remediation_action_window", settings.get("remediation_action_window", 300), 0, WINDOW_MAX,
                           rule="must be a number of seconds from 0 to %d" % WINDOW_MAX))
+    add(int_range_problem("remediation_reconcile_interval", settings.get("remediation_reconcile_interval", 600), 0,
+                          WINDOW_MAX, rule="must be a number of seconds from 0 (no reconcile tick) to %d" % WINDOW_MAX))
     add(int_range_problem("remediation_webhook_port", settings.get("remediation_webhook_port", 5000), 1, 65535,
                           rule="must be a TCP port from 1 to 65535"))
     add(full_match_problem("remediation_webhook_host", settings.get("remediation_webhook_host", "0.0.0.0"), _LISTEN,

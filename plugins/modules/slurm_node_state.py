@@ -47,6 +47,12 @@ options:
   alertname:
     description: The alert that asks for the drain, the C(reason) label of the drain's counter.
     type: str
+  alert:
+    description:
+      - The alert a drain is for (C(host), C(rail), C(rail_index), C(netdev), C(leaf), C(leaf_port), C(starts_at)), kept
+        in the ledger so that a later reconcile run can re-verify the node on the same rail.
+    type: dict
+    default: {}
   max_drained:
     description: The guard, a number of nodes (C(2)) or a percentage of the partition (C(10%), rounded down, at least 1).
     type: str
@@ -178,6 +184,11 @@ after:
   returned: when the node changed
   type: dict
   sample: {state: IDLE+DRAIN, reason: "gpufabric: rail1 eth2 down since 2026-12-04T10:00:00Z", reason_user: root}
+loop_nodes:
+  description: What the ledger keeps per node - the loop's last action on it, when, and the alert of its drain.
+  returned: always
+  type: dict
+  sample: {node1: {action: drain, at: 1796378400.0, reason: GpufabricPortDown, alert: {host: node1, rail: rail1}}}
 nodes:
   description: Every node as Slurm showed it before the action (name, state, drained, down, reason, reason_user, partitions).
   returned: always
@@ -260,6 +271,7 @@ def main():
             "prefix": {"type": "str", "default": "gpufabric:"},
             "reason": {"type": "str"},
             "alertname": {"type": "str"},
+            "alert": {"type": "dict", "default": {}},
             "max_drained": {"type": "str", "default": "10%"},
             "window": {"type": "int", "default": 300},
             "firing": {"type": "list", "elements": "str", "default": []},
@@ -328,15 +340,18 @@ def decide_and_act(module, params, scontrol, result, ledger, ledger_path=None):
         if acts and not module.check_mode:
             nodes = act(module, params, scontrol, decision, nodes, result)
         if decision["action"] != "none":
-            entries.append((decision["action"], decision["reason"], params["node"], decision["message"]))
-    entries.extend((item["action"], item["reason"], item["node"], item["message"]) for item in params["record"])
-    result["recorded"] = [{"action": action, "reason": reason, "node": node} for action, reason, node, _ in entries]
+            entries.append((decision["action"], decision["reason"], params["node"], decision["message"],
+                            params["alert"]))
+    entries.extend((item["action"], item["reason"], item["node"], item["message"], None) for item in params["record"])
+    result["recorded"] = [{"action": action, "reason": reason, "node": node} for action, reason, node, _, _ in entries]
+    result["loop_nodes"] = ledger.get("nodes") or {}
     if module.check_mode:
         module.exit_json(**result)
     new_ledger = ledger
-    for action, reason, node, message in entries:
-        new_ledger = rm.record(new_ledger, action, reason, node, message, now)
+    for action, reason, node, message, alert in entries:
+        new_ledger = rm.record(new_ledger, action, reason, node, message, now, detail=alert)
         syslog.syslog(syslog.LOG_NOTICE, "gpufabric remediation: %s %s %s: %s" % (action, reason, node or "-", message))
+    result["loop_nodes"] = new_ledger.get("nodes") or {}
     try:
         if entries:
             ft.write_atomically(ledger_path, rm.dump_ledger(new_ledger).encode("utf-8"), 0o600)

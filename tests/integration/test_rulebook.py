@@ -39,7 +39,8 @@ def test_both_rulebooks_pass_ansible_rulebooks_schema_and_parse():
         assert [rule.name for rule in ruleset.rules] == [
             "A node's fabric fault fires - drain the node",
             "A node's fabric fault resolved - re-verify the node, return it to service",
-            "A leaf or a rail is down - report it, drain nothing"]
+            "A leaf or a rail is down - report it, drain nothing",
+            "A reconcile tick - return the nodes the loop holds drained with no alert firing for them"]
 
 
 def test_the_controller_rulebook_keeps_the_same_sources_conditions_and_locks():
@@ -52,6 +53,8 @@ def test_the_controller_rulebook_keeps_the_same_sources_conditions_and_locks():
         assert mine["action"]["run_playbook"]["name"] == "gpufabric.core.remediate"
         assert theirs["action"]["run_job_template"]["name"] == "gpufabric remediate"
         assert mine["action"]["run_playbook"]["lock"] == theirs["action"]["run_job_template"]["lock"]
+        assert mine["action"]["run_playbook"].get("extra_vars") == \
+            theirs["action"]["run_job_template"].get("job_args", {}).get("extra_vars")
     awx = yaml.safe_load((ROOT / "playbooks" / "awx_configure.yml").read_text())[0]["vars"]["awx_job_templates"]
     [template] = [t for t in awx if t["name"] == "gpufabric remediate"]
     assert template["playbook"] == "playbooks/remediate.yml" and template["simultaneous"] is True
@@ -68,15 +71,17 @@ def alert(status, scope, remediation, **labels):
             "annotations": {"summary": "test"}, "startsAt": "2026-12-04T10:00:00Z", "endsAt": "0001-01-01T00:00:00Z"}
 
 
-def test_ansible_rulebook_runs_the_playbook_once_per_alert_to_act_on(tmp_path):
+def test_ansible_rulebook_runs_the_playbook_once_per_alert_to_act_on_and_once_for_its_reconcile_tick(tmp_path):
     port = free_port()
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {
         "vars": {"remediation_alertmanager_url": "http://127.0.0.1:9",
                  "remediation_report_dir": str(tmp_path / "reports")},
         "children": {"slurm_controller": {"hosts": {"localhost": {
             "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}}}))
+    # The tick's first run comes at the start; the next not within the test.
     (tmp_path / "vars.yml").write_text(yaml.safe_dump({"remediation_webhook_host": "127.0.0.1",
-                                                       "remediation_webhook_port": port}))
+                                                       "remediation_webhook_port": port,
+                                                       "remediation_reconcile_interval": 3600}))
     log = LOG_DIR / "rulebook-offline.log"
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_NOCOLOR="1",
@@ -103,16 +108,17 @@ def test_ansible_rulebook_runs_the_playbook_once_per_alert_to_act_on(tmp_path):
             except OSError:
                 assert proc.poll() is None and time.monotonic() < deadline, tail(log.read_text())
                 time.sleep(0.5)
-        wanted = ["drain: node1; return: none; fabric reports: none",
-                  "drain: none; return: node2; fabric reports: none",
-                  "drain: none; return: none; fabric reports: GpufabricLeafDown"]
+        wanted = ["\"drain: node1; return: none; fabric reports: none",
+                  "\"drain: none; return: node2; fabric reports: none",
+                  "\"drain: none; return: none; fabric reports: GpufabricLeafDown",
+                  "\"reconcile run; drain: none; return: none; fabric reports: none"]
         while True:
             text = " ".join(log.read_text().split())
-            if all(line in text for line in wanted) and text.count("PLAY RECAP") >= 3:
+            if all(line in text for line in wanted) and text.count("PLAY RECAP") >= 4:
                 break
             assert time.monotonic() < deadline, tail(log.read_text(), 120)
             time.sleep(0.5)
-        assert text.count("PLAY RECAP") == 3, tail(log.read_text(), 120)
+        assert text.count("PLAY RECAP") == 4, tail(log.read_text(), 120)
         assert "node3" not in text
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

@@ -361,3 +361,49 @@ def test_a_lock_held_too_long_is_an_error_naming_it(tmp_path):
                 os._exit(0 if "held %s" % lock in str(exc) else 2)
         _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
+
+
+def test_the_topology_without_a_dead_leaf_leaves_its_hosts_out_and_names_the_alert():
+    """A dead leaf of rail 0 in the fleet of test_slurm_topology (real SONiC LLDP): slurm_topology, given the
+    remediation's copy of the map, builds rail 0's tree without the leaf and says why each host is left out."""
+    from ansible_collections.gpufabric.core.plugins.module_utils.lldp import parse_lldp
+    from ansible_collections.gpufabric.core.plugins.module_utils.slurm_topology import build_slurm_topology
+    from test_slurm_topology import SONIC, _host, _map
+
+    sonic = parse_lldp(read_fixture(SONIC))
+    hosts = {"gpu-%02d" % n: _host(sonic, "Ethernet%d" % (184 - 8 * ((n - 1) % 4)),
+                                   rename={"LEAF0%d" % m: "LEAF0%d" % (m + 4) for m in range(1, 5)} if n > 4 else None)
+             for n in range(1, 9)}
+    fabric = _map((hosts, {host: "su1" if host <= "gpu-04" else "su2" for host in hosts}))
+    leaf = rm.classify({"status": "firing", "startsAt": "2026-12-04T10:00:00Z", "labels": {
+        "alertname": "GpufabricLeafDown", "gpufabric_scope": "leaf", "gpufabric_remediation": "report",
+        "leaf": "LEAF01", "rail": "rail0"}})
+    slurm = build_slurm_topology(rm.fabric_map_without_leaves(fabric, [leaf]))
+    lines = [line for line in slurm["topology_conf"].splitlines() if not line.startswith("#")]
+    assert lines == ["SwitchName=LEAF05 Nodes=gpu-[05-08]"]
+    excluded = {item["host"]: item["reasons"] for item in slurm["excluded"]}
+    assert sorted(excluded) == ["gpu-01", "gpu-02", "gpu-03", "gpu-04"]
+    assert excluded["gpu-01"] == ["rail 0 (ens108np0) is down: GpufabricLeafDown LEAF01 since 2026-12-04T10:00:00Z"]
+    # Without the alert, rail 0's tree has both leaves.
+    assert "SwitchName=LEAF01 Nodes=gpu-[01-04]" in build_slurm_topology(fabric)["topology_conf"]
+
+
+# Reconcile
+
+def test_a_reconcile_run_returns_every_node_the_loop_holds_drained_on_the_rail_of_its_alert():
+    nodes = with_state(with_state(huji_nodes(), "cricket", "IDLE+DRAIN", PREFIX + " rail1 eth2 down"),
+                       "cortex-01", "ALLOCATED+DRAIN", PREFIX + " rail0 eth1 down")
+    drain = rm.classify(alert("cricket-host"), node_names={"cricket-host": "cricket"})
+    ledger = rm.record(rm.empty_ledger(), "drain", "GpufabricPortDown", "cricket", now=1.0, detail=drain)
+    plan = rm.plan([], node_names={"cricket-host": "cricket"}, reconcile_nodes=nodes, loop_nodes=ledger["nodes"])
+    returning = {item["node"]: item for item in plan["return"]}
+    # oxygen-04 is a person's drain: not the loop's to return.
+    assert sorted(returning) == ["cortex-01", "cricket"]
+    assert {key: returning["cricket"][key] for key in ("host", "rail_index", "netdev", "leaf", "status")} == {
+        "host": "cricket-host", "rail_index": 1, "netdev": "eth2", "leaf": "leaf-b", "status": "resolved"}
+    # No alert kept (drained before the ledger knew): the node's own name, any rail.
+    assert (returning["cortex-01"]["host"], returning["cortex-01"]["rail_index"]) == ("cortex-01", None)
+    # A node whose alert fires in the same batch is drained, not returned.
+    plan = rm.plan([alert("cricket-host")], node_names={"cricket-host": "cricket"}, reconcile_nodes=nodes,
+                   loop_nodes=ledger["nodes"])
+    assert [item["node"] for item in plan["drain"]] == ["cricket"] and [i["node"] for i in plan["return"]] == ["cortex-01"]
