@@ -149,13 +149,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-action:
+decision:
   description: What the module did (or would do in check mode) - V(drain), V(resume), V(hold) (refused; see RV(reason)) or V(none).
   returned: always
   type: str
   sample: drain
 reason:
-  description: The reason label of the action (the alert name for a drain, V(verified) for a resume, a hold's reason such as V(guard) or V(foreign_drain)).
+  description: The reason label of the decision (the alert name for a drain, V(verified) for a resume, a hold's reason such as V(guard) or V(foreign_drain)).
   returned: always
   type: str
   sample: GpufabricPortDown
@@ -205,7 +205,6 @@ recorded:
 
 import os
 import re
-import syslog
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -293,7 +292,7 @@ def main():
     params = module.params
     check_params(module, params)
     scontrol = module.get_bin_path("scontrol", required=True)
-    result = {"changed": False, "action": "none", "reason": None, "message": "", "wait_s": 0, "recorded": []}
+    result = {"changed": False, "decision": "none", "reason": None, "message": "", "wait_s": 0, "recorded": []}
     lock = os.path.join(params["state_dir"], "lock")
     if module.check_mode and not os.path.exists(lock):
         # Check mode before the first run creates nothing, not even the lock: decide on an empty ledger.
@@ -327,7 +326,8 @@ def decide_and_act(module, params, scontrol, result, ledger, ledger_path=None):
                    "max_drained": params["max_drained"], "window": params["window"], "firing": params["firing"],
                    "verification": params["verification"], "verify_message": params["verify_message"]}
         decision = rm.decide(nodes, request, ledger, now)
-        result.update({key: decision[key] for key in ("action", "reason", "message", "wait_s", "before")})
+        result.update({key: decision[key] for key in ("reason", "message", "wait_s", "before")})
+        result["decision"] = decision["action"]
         if decision.get("guard"):
             result["guard"] = decision["guard"]
         acts = decision["action"] in ("drain", "resume")
@@ -350,7 +350,7 @@ def decide_and_act(module, params, scontrol, result, ledger, ledger_path=None):
     new_ledger = ledger
     for action, reason, node, message, alert in entries:
         new_ledger = rm.record(new_ledger, action, reason, node, message, now, detail=alert)
-        syslog.syslog(syslog.LOG_NOTICE, "gpufabric remediation: %s %s %s: %s" % (action, reason, node or "-", message))
+        module.log("gpufabric remediation: %s %s %s: %s" % (action, reason, node or "-", message))
     result["loop_nodes"] = new_ledger.get("nodes") or {}
     try:
         if entries:
@@ -362,7 +362,8 @@ def decide_and_act(module, params, scontrol, result, ledger, ledger_path=None):
                 write_textfile(params["textfile"], text)
                 result["changed"] = True
     except (OSError, ValueError) as exc:
-        module.fail_json(msg="Slurm was updated but recording the action failed: %s" % exc, **result)
+        module.fail_json(msg="Recording the loop's decision (%s, %s) failed: %s" % (
+            ledger_path, params["textfile"] or "no textfile", exc), **result)
     module.exit_json(**result)
 
 
