@@ -20,8 +20,8 @@ description:
     guard C(remediation_max_drained) (a number of nodes of 1 or more, or a percentage above 0 and at most 100), the
     action window (0 to 86400 s), the webhook's listen address and port (1 to 65535), Alertmanager's URL
     (required), the page's labels and duration, and the state, textfile, report and fabric map paths."
-  - The remediation playbook's first play runs it, and so does C(playbooks/check_inventory.yml): run that before
-    starting the rulebook.
+  - The remediation playbook's first play runs it, and so does C(playbooks/check_inventory.yml), which is what to
+    run before starting the rulebook.
 options:
   _input:
     description: The role's variables by name (C(remediation_*)); a missing one takes the role's default.

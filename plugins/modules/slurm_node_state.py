@@ -121,8 +121,8 @@ attributes:
 notes:
   - Nothing is written before every check passed; the node is read again after C(scontrol update) and the module
     fails if Slurm does not show the new state.
-  - Slurm has no compare-and-set: between this module's read and its update an operator could drain the node with
-    a reason of their own, and a resume would then clear it. The read and the update follow each other within the
+  - Slurm has no compare-and-set. Between this module's read and its update an operator could drain the node with
+    a reason of their own, and a resume would then clear it; the read and the update follow each other within the
     lock, a fraction of a second apart.
 seealso:
   - module: gpufabric.core.topology_facts
