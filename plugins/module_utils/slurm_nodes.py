@@ -235,7 +235,9 @@ def alert_words(alertname):
     if alertname in ALERT_WORDS:
         return ALERT_WORDS[alertname]
     what = re.sub(r"^Gpufabric", "", str(alertname or "fault"))
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", what).lower() or "fault"
+    what = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", what).lower()
+    # Spaces between words stay; anything else outside _REASON_WORD becomes "_", as in the labels.
+    return " ".join(_REASON_WORD.sub("_", word) for word in what.split()) or "fault"
 
 
 def drain_reason(prefix, labels, starts_at=None):
