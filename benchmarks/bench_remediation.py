@@ -56,7 +56,7 @@ def one_run(number):
     back = time.monotonic() - started
     print("run %d: fault -> drained %.1f s, fault removed -> back in service %.1f s" % (number, drained, back),
           flush=True)
-    lab.poll("no alert left for %s" % HOST, lambda: not lab.active_alerts(host=HOST), 60)
+    lab.poll("no alert left for %s" % HOST, lambda: not lab.active_alerts(host=HOST, alertname="GpufabricPortDown"), 60)
     return drained, back
 
 

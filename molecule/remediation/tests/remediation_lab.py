@@ -147,7 +147,18 @@ class Rulebook:
         self.host = (LAB / "webhook-host").read_text().strip()
         self.proc = None
 
+    def answering(self):
+        try:
+            urllib.request.urlopen("http://%s:%d/" % (self.host, self.port), timeout=2)
+        except urllib.error.HTTPError:
+            return True  # 405: the webhook answers (it takes POST only)
+        except OSError:
+            return False
+        return True
+
     def start(self, timeout=120):
+        # Another process on the port would take the alerts and this one would exit: refuse to start instead.
+        assert not self.answering(), "something already listens on %s:%d" % (self.host, self.port)
         variables = LAB / "rulebook-vars.json"
         variables.write_text(json.dumps({"remediation_webhook_host": self.host, "remediation_webhook_port": self.port}))
         env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
@@ -155,18 +166,12 @@ class Rulebook:
         inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
         with open(self.log, "a") as out:
             self.proc = subprocess.Popen(
-                ["ansible-rulebook", "-r", "gpufabric.core.remediation", "-i", inventory, "--vars", str(variables)],
+                ["ansible-rulebook", "-v", "-r", "gpufabric.core.remediation", "-i", inventory, "--vars", str(variables)],
                 cwd=str(LAB), env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
         def listening():
             assert self.proc.poll() is None, "ansible-rulebook exited: %s" % Path(self.log).read_text()[-3000:]
-            try:
-                urllib.request.urlopen("http://%s:%d/" % (self.host, self.port), timeout=2)
-            except urllib.error.HTTPError:
-                return True  # 405: the webhook answers (it takes POST only)
-            except OSError:
-                return False
-            return True
+            return self.answering()
         poll("ansible-rulebook's webhook on %s:%d" % (self.host, self.port), listening, timeout, interval=0.5)
         return self
 
