@@ -130,3 +130,50 @@ def test_what_scontrol_or_slurmdbd_would_alter_is_named(reason, words):
 ])
 def test_a_prefix_is_a_word_and_a_colon(prefix, good):
     assert (sn.reason_prefix_problem("remediation_reason_prefix", prefix) is None) == good
+
+
+# The lab's own Slurm (Debian 12's 22.05, Debian 13's 24.11)
+
+def test_the_lab_before_and_during_a_fault():
+    before = by_name(read_fixture("slurm/lab-22.05-three-nodes-idle.txt"))
+    assert {name: (node["state"], node["reason"], node["partitions"]) for name, node in before.items()} == {
+        "node1": ("IDLE", None, ["lab"]), "node2": ("IDLE", None, ["lab"]), "node3": ("IDLE", None, ["lab"])}
+    during = by_name(read_fixture("slurm/lab-22.05-drained-by-the-loop-and-by-hand.txt"))
+    assert sn.drain_owner(during["node1"], PREFIX) == "ours"
+    assert during["node1"]["reason"].startswith("gpufabric: rail1 eth2 down since ")
+    assert during["node1"]["reason"].endswith(" (GpufabricPortDown leaf-b swp1)")
+    assert sn.drain_owner(during["node3"], PREFIX) == "foreign"
+    assert (during["node3"]["reason"], during["node3"]["reason_user"]) == ("maintenance: PSU swap", "root")
+    assert sn.drain_owner(during["node2"], PREFIX) is None
+
+
+@pytest.mark.parametrize("capture", ["slurm/lab-22.05-oneline-drained.txt", "slurm/lab-24.11-oneline-drained.txt",
+                                     "slurm/lab-24.11-drained.txt"])
+def test_both_releases_both_forms_give_the_same_drain(capture):
+    [node] = sn.parse_scontrol_nodes(read_fixture(capture))
+    assert node["state"] == "IDLE+DRAIN" and node["partitions"] == ["lab"]
+    assert node["reason"] == "gpufabric: rail1 eth2 down since 2026-12-04T10:00:00Z (GpufabricPortDown leaf-b swp1)"
+    assert node["reason_user"] == "root" and sn.drain_owner(node, PREFIX) == "ours"
+
+
+@pytest.mark.parametrize("capture", ["slurm/lab-22.05-reason-with-a-line-break.txt",
+                                     "slurm/lab-24.11-reason-with-a-line-break.txt"])
+def test_a_reason_with_a_line_break_is_read_back_whole(capture):
+    """What reason_problem refuses to write, read back all the same when someone else wrote it."""
+    [node] = sn.parse_scontrol_nodes(read_fixture(capture))
+    assert (node["reason"], node["reason_user"]) == ("line one\nline two", "root")
+    assert node["fields"]["State"] == "IDLE+DRAIN"
+
+
+def test_the_one_line_form_keeps_the_second_line_of_a_reason_in_its_text():
+    [node] = sn.parse_scontrol_nodes(read_fixture("slurm/lab-22.05-oneline-reason-with-a-line-break.txt"))
+    assert node["reason"].startswith("line one") and node["reason"].endswith("line two")
+    assert sn.drain_owner(node, PREFIX) == "foreign"
+
+
+def test_quotes_stripped_and_down():
+    [quoted] = sn.parse_scontrol_nodes(read_fixture("slurm/lab-22.05-reason-quotes-stripped.txt"))
+    assert quoted["reason"] == "quoted reason"
+    [down] = sn.parse_scontrol_nodes(read_fixture("slurm/lab-22.05-down.txt"))
+    assert (down["base_state"], down["down"], down["drained"], down["reason"]) == ("DOWN", True, False, "cable check")
+    assert sn.drain_owner(down, PREFIX) == "foreign"
