@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A stand-in for scontrol on a machine without Slurm, at the process boundary of gpufabric.core.slurm_node_state.
 
 It prints a real captured `scontrol show node` (tests/fixtures/slurm, kept in a state file beside it) and applies

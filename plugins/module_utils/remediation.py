@@ -242,8 +242,9 @@ def fabric_report(items, generated_at=None):
     behind it, newest state first; what an operator reads before deciding on the topology."""
     entries = []
     for item in items:
-        entries.append({key: item.get(key) for key in ("alertname", "status", "scope", "leaf", "rail", "starts_at",
-                                                        "ends_at", "summary", "labels")})
+        entries.append({key: item.get(key)
+                        for key in ("alertname", "status", "scope", "leaf", "rail", "starts_at", "ends_at", "summary",
+                                    "labels")})
     firing = [entry for entry in entries if entry["status"] == "firing"]
     return {"generated_at": generated_at, "firing": len(firing), "resolved": len(entries) - len(firing),
             "alerts": entries, "nodes_drained": 0,
@@ -391,7 +392,7 @@ def decide(nodes, request, ledger, now):
         return dict(result, action="hold", reason="window", wait_s=wait,
                     message="%s stays drained for %d s more: the loop acted on it %s s ago and waits %s s between "
                     "two actions on a node" % (name, wait, int(now - float(ledger["nodes"][name]["at"])),
-                                                request.get("window")))
+                                               request.get("window")))
     checked = verification == "passed"
     return dict(result, action="resume", reason="verified" if checked else "unverified",
                 message="resume %s: %s, no alert firing (was drained: %s)"
@@ -465,7 +466,7 @@ def metrics(ledger, nodes=None, prefix=None, limits=None):
     counters.setdefault("page|guard", 0)
     counters.setdefault("resume|verified", 0)
     for key in sorted(counters):
-        action, _, reason = key.partition("|")
+        action, reason = key.split("|", 1)
         actions.add({"action": action, "reason": reason}, counters[key])
     if nodes is not None and prefix is not None:
         drained = exposition.family("gpufabric_remediation_drained_nodes",

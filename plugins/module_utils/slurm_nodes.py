@@ -114,7 +114,7 @@ def split_reason(text):
     """A reason as scontrol shows it -> (reason, user, time); user and time None when Slurm appended none."""
     if text is None:
         return None, None, None
-    first, _, rest = text.partition("\n")
+    first, rest = (text.split("\n", 1) + [""])[:2]
     match = _REASON_SUFFIX.match(first)
     if not match:
         return text, None, None

@@ -95,7 +95,7 @@ options:
       node:
         description: The node it concerns, if any.
         type: str
-      message:
+      note:
         description: What happened, for the ledger and the journal.
         type: str
         default: ""
@@ -114,7 +114,7 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Decides and reports what it would do (RV(action), RV(message), RV(guard)); runs no C(scontrol update) and writes nothing.
+    description: Decides and reports what it would do (RV(decision), RV(message), RV(guard)); runs no C(scontrol update) and writes nothing.
   diff_mode:
     support: full
     description: The node's state and reason before and after.
@@ -280,7 +280,7 @@ def main():
                 "action": {"type": "str", "choices": list(rm.ACTIONS), "required": True},
                 "reason": {"type": "str", "required": True},
                 "node": {"type": "str"},
-                "message": {"type": "str", "default": ""},
+                "note": {"type": "str", "default": ""},
             }},
             "state_dir": {"type": "path", "default": "/var/lib/gpufabric/remediation"},
             "textfile": {"type": "path", "default": "/var/lib/prometheus/node-exporter/gpufabric_remediation.prom"},
@@ -342,8 +342,8 @@ def decide_and_act(module, params, scontrol, result, ledger, ledger_path=None):
         if decision["action"] != "none":
             entries.append((decision["action"], decision["reason"], params["node"], decision["message"],
                             params["alert"]))
-    entries.extend((item["action"], item["reason"], item["node"], item["message"], None) for item in params["record"])
-    result["recorded"] = [{"action": action, "reason": reason, "node": node} for action, reason, node, _, _ in entries]
+    entries.extend((item["action"], item["reason"], item["node"], item["note"], None) for item in params["record"])
+    result["recorded"] = [{"action": entry[0], "reason": entry[1], "node": entry[2]} for entry in entries]
     result["loop_nodes"] = ledger.get("nodes") or {}
     if module.check_mode:
         module.exit_json(**result)

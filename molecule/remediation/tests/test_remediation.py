@@ -87,10 +87,12 @@ def test_one_node_drained_with_its_reason_the_guard_holds_the_next_a_hand_drain_
     assert pages[0]["labels"]["gpufabric_remediation"] == "none" and pages[0]["labels"]["severity"] == "page"
     assert "already has 1 of 3 nodes drained by this loop" in pages[0]["annotations"]["summary"]
     # Every action counted in Prometheus, through node_exporter's textfile collector on the controller.
+
     def exported():
         series = lab.prometheus_query('gpufabric_remediation_actions_total > 0')
-        return {(s["metric"]["action"], s["metric"]["reason"]): float(s["value"][1]) for s in series}
-    values = lab.poll("the actions in Prometheus", lambda: (lambda v: v if len(v) >= 4 else None)(exported()), 60)
+        values = {(s["metric"]["action"], s["metric"]["reason"]): float(s["value"][1]) for s in series}
+        return values if len(values) >= 4 else None
+    values = lab.poll("the actions in Prometheus", exported, 60)
     assert values == {("drain", "GpufabricPortDown"): 1, ("hold", "guard"): 1, ("page", "guard"): 1,
                       ("hold", "foreign_drain"): 1}
     STATE.update(drained=host, held=held, faults=faults, drain_s=elapsed)
@@ -141,8 +143,11 @@ def test_a_whole_leaf_down_gives_one_fabric_report_and_drains_nothing():
     alerts = [lab.node_alert(host, "rail0") for host in hosts] + [lab.leaf_alert("leaf-a", "rail0")]
     starts = lab.now_rfc3339()
     lab.fire(alerts, starts)
-    ledger = lab.poll("the leaf report in the loop's ledger",
-                      lambda: (lambda l: l if counter(l, "report|GpufabricLeafDown") == 1 else None)(lab.ledger()), 120)
+
+    def reported():
+        ledger = lab.ledger()
+        return ledger if counter(ledger, "report|GpufabricLeafDown") == 1 else None
+    ledger = lab.poll("the leaf report in the loop's ledger", reported, 120)
     # Alertmanager held the node alerts back behind the leaf alert (inhibited): the loop never saw them.
     node_alerts = lab.active_alerts(alertname="GpufabricPortDown", rail="rail0")
     assert len(node_alerts) == 3 and all(alert["status"]["inhibitedBy"] for alert in node_alerts)

@@ -345,7 +345,7 @@ def test_two_actions_at_once_never_both_pass_a_guard_of_one(tmp_path):
         worker.start()
     for worker in workers:
         worker.join(60)
-    outcomes = sorted(results.get(timeout=5)[1] for _ in workers)
+    outcomes = sorted(results.get(timeout=5)[1] for worker in workers)
     assert outcomes == ["drain", "hold"]
 
 
@@ -359,7 +359,7 @@ def test_a_lock_held_too_long_is_an_error_naming_it(tmp_path):
                     os._exit(1)
             except rm.RemediationError as exc:
                 os._exit(0 if "held %s" % lock in str(exc) else 2)
-        _, status = os.waitpid(pid, 0)
+        status = os.waitpid(pid, 0)[1]
     assert os.WEXITSTATUS(status) == 0
 
 

@@ -57,7 +57,7 @@ def test_the_reason_loses_only_the_user_and_time_scontrol_appends(text, reason, 
 
 def test_whose_drain():
     def node(state, reason=None):
-        base, flags, _ = sn.split_state(state)
+        base, flags = sn.split_state(state)[:2]
         return {"drained": "DRAIN" in flags, "down": base in sn.DOWN_STATES, "reason": reason}
     assert sn.drain_owner(node("IDLE+DRAIN", "gpufabric: rail1 eth2 down"), PREFIX) == "ours"
     assert sn.drain_owner(node("MIXED+DRAIN", "gpufabric: rail1 eth2 down"), PREFIX) == "ours"

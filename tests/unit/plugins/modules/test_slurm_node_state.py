@@ -134,7 +134,7 @@ def test_a_failed_scontrol_update_fails_and_records_nothing(tmp_path):
 
 def test_query_records_what_it_is_given_and_keeps_the_metrics(tmp_path, slurm):
     result = run(tmp_path, slurm, {"state": "query", "record": [
-        {"action": "report", "reason": "GpufabricLeafDown", "message": "leaf-b rail1"}]})
+        {"action": "report", "reason": "GpufabricLeafDown", "note": "leaf-b rail1"}]})
     assert result["changed"] and result["recorded"] == [{"action": "report", "reason": "GpufabricLeafDown",
                                                          "node": None}], result
     assert [node["name"] for node in result["nodes"]] == ["cortex-01", "dumfries-002", "oxygen-04", "cricket"]
