@@ -235,21 +235,7 @@ def choose_peers(items, fabric_map, nodes, firing_hosts, candidates, node_names=
     return pairs
 
 
-# Fabric reports (leaf and rail alerts): no node is drained; Slurm's topology can leave the dead leaf out
-
-def fabric_report(items, generated_at=None):
-    """The report of leaf and rail alerts: one entry per alert with what is down, since when, and which hosts sit
-    behind it, newest state first; what an operator reads before deciding on the topology."""
-    entries = []
-    for item in items:
-        entries.append({key: item.get(key)
-                        for key in ("alertname", "status", "scope", "leaf", "rail", "starts_at", "ends_at", "summary",
-                                    "labels")})
-    firing = [entry for entry in entries if entry["status"] == "firing"]
-    return {"generated_at": generated_at, "firing": len(firing), "resolved": len(entries) - len(firing),
-            "alerts": entries, "nodes_drained": 0,
-            "note": "leaf and rail faults are the fabric's: no node is drained for them"}
-
+# Leaf and rail alerts: no node is drained; Slurm's topology can leave the dead leaf out
 
 def fabric_map_without_leaves(fabric_map, items):
     """A copy of the fabric map in which the rails behind each firing leaf alert (that rail only when the alert
