@@ -75,7 +75,9 @@ options:
     type: dict
     default: {}
   mode:
-    description: Permissions of the report files.
+    description:
+      - Permissions of the report files, a quoted octal string (V("0644")) or a symbolic mode. A number is refused:
+        YAML reads an unquoted V(0640) as 416 and V(644) as 644, so a number cannot say which mode was meant.
     type: raw
     default: "0644"
 attributes:
@@ -162,6 +164,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufabric.core.plugins.module_utils import gates, verify_report
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import file_mode_problem
 
 _FILES = {"json": "verify.json", "prometheus": "verify.prom", "html": "verify.html"}
 
@@ -203,6 +206,8 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    if isinstance(params["mode"], (int, float)):
+        module.fail_json(msg="Nothing was written: %s" % file_mode_problem("mode", params["mode"]))
     host_groups = {}
     for host, groups in params["hosts"].items():
         if not isinstance(groups, list):
