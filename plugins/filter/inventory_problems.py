@@ -4,7 +4,12 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.core.plugins.module_utils.inventory_inputs import inventory_problems
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleError
+from jinja2.exceptions import TemplateError
+
+from ansible_collections.gpufabric.core.plugins.module_utils.inventory_inputs import CLAIMING_VARIABLES, inventory_problems
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""
@@ -22,13 +27,19 @@ description:
   - "C(playbooks/check_inventory.yml) runs it once over every host of the inventory (hosts outside C(--limit)
     included). The IPsec mesh's names, identities and addresses are checked by
     P(gpufabric.core.ipsec_problems#filter)."
+  - "A host whose variables cannot be rendered (an undefined variable in a template) claims nothing here: its own
+    checks name the error, and the other hosts are still compared."
 options:
   _input:
-    description: Mapping of inventory name to that host's variables (C(bonding_bonds), C(bonding_vlans),
-      C(bonding_ethernets), C(cooling_bmc), C(routing_loopback_addresses), C(routing_router_id), C(verify_address));
-      other names are ignored.
+    description: Mapping of inventory name to that host's variables (C(hostvars), or plain dicts); only
+      C(bonding_bonds), C(bonding_vlans), C(bonding_ethernets), C(cooling_bmc), C(routing_loopback_addresses),
+      C(routing_router_id) and C(verify_address) are read.
     type: dict
     required: true
+  hosts:
+    description: The inventory names to compare (C(groups['all'])); by default every host of the input.
+    type: list
+    elements: str
 author:
   - gpufabric.core contributors (@gpufabric)
 """
@@ -40,8 +51,8 @@ EXAMPLES = r"""
     fail_msg: "{{ __clashes | join('; ') }}"
     quiet: true
   vars:
-    __hosts: "{{ dict(groups['all'] | zip(groups['all'] | map('extract', hostvars))) }}"
-    __clashes: "{{ (__hosts | gpufabric.core.inventory_problems)[inventory_hostname] | default([]) }}"
+    __clashes: >-
+      {{ (hostvars | gpufabric.core.inventory_problems(hosts=groups['all']))[inventory_hostname] | default([]) }}
 """
 
 RETURN = r"""
@@ -54,10 +65,28 @@ _value:
 """
 
 
-def inventory_problems_filter(hosts):
-    if not isinstance(hosts, dict):
-        raise TypeError("the input must map inventory names to their variables, got %s" % type(hosts).__name__)
-    return inventory_problems(hosts)
+def _plain(value):
+    """value as plain data, every template in it rendered now (inside the caller's try)."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def inventory_problems_filter(hostvars, hosts=None):
+    if not isinstance(hostvars, Mapping):
+        raise TypeError("the input must map inventory names to their variables, got %s" % type(hostvars).__name__)
+    collected = {}
+    for name in list(hostvars) if hosts is None else hosts:
+        try:
+            variables = hostvars[name]
+            collected[name] = {key: _plain(variables[key]) for key in CLAIMING_VARIABLES if key in variables}
+        except (AnsibleError, TemplateError):
+            # An undefined variable in one of them (ansible-core 2.19 raises a jinja2 UndefinedError for it): that
+            # host's own checks name it; it claims nothing here.
+            collected[name] = {}
+    return inventory_problems(collected)
 
 
 class FilterModule:

@@ -16,6 +16,9 @@ import re
 
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked
 
+# The variables whose values belong to one host alone.
+CLAIMING_VARIABLES = ("bonding_bonds", "bonding_vlans", "bonding_ethernets", "cooling_bmc", "routing_loopback_addresses",
+                      "routing_router_id", "verify_address")
 # scheme://[user[:password]@]host[:port]/...: the host of a Redfish base_url (IPv6 in brackets).
 _URL_HOST = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://(?:[^/@]*@)?(\[[^\]]+\]|[^:/?#]+)")
 

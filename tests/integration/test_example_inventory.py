@@ -148,6 +148,9 @@ BAD_INPUTS = {
                          "address '10.99.1.12' is claimed by two hosts: gpu-r01-n02 (cooling_bmc.redfish.base_url) and "
                          "mistake-same-bmc-address (cooling_bmc.redfish.base_url)", HOST, ("gpu-r01-n02",),
                          "Pw-shared-0xBAD"),
+    # A host whose variables cannot be rendered fails alone: the comparison of all hosts skips it.
+    "undefined variable in an address": ({"storage_address": "{{ undefined_storage_address }}"},
+                                         "'undefined_storage_address' is undefined"),
     # The IPsec mesh (the inference racks): no member may pass for another.
     "ipsec identity of a peer": ({"ipsec_identity": "inf-r03-n02"},
                                  "mistake-ipsec-identity-of-a-peer's ipsec_identity 'inf-r03-n02' is also inf-r03-n02's "
@@ -208,7 +211,8 @@ def mistakes_checked(tmp_path_factory):
     for number, case in enumerate(BAD_INPUTS):
         overrides, _expected, base = case_parts(case)[:3]
         host = mistake_host(case)
-        base_vars = inventory / "host_vars" / f"{base}.yml"
+        # The base's own variables as the example has them, not with a mistake written in place before.
+        base_vars = ROOT / "inventories" / "example" / "host_vars" / f"{base}.yml"
         merged = dict(yaml.safe_load(base_vars.read_text()) if base_vars.exists() else {}, **overrides)
         (inventory / "host_vars" / f"{host}.yml").write_text(yaml.safe_dump(merged))
         if host != base:
