@@ -76,8 +76,8 @@ options:
     default: {}
   mode:
     description:
-      - Permissions of the report files, a quoted octal string (V("0644")) or a symbolic mode. A number is refused:
-        YAML reads an unquoted V(0640) as 416 and V(644) as 644, so a number cannot say which mode was meant.
+      - Permissions of the report files, a quoted octal string (V(0644)) or a symbolic mode. A number is refused,
+        since YAML reads an unquoted V(0640) as 416 and V(644) as 644, so a number cannot say which mode was meant.
     type: raw
     default: "0644"
 attributes:
