@@ -213,12 +213,12 @@ def _crl_summary(plan):
 def _keep_ca(module, params, folders, check, now):
     """Everything the module does once it holds the lock (or, in check mode, reads without one)."""
     key_path, cert_path = params["key_path"], params["certificate_path"]
-    removed = []
-    for folder in folders:
-        removed.extend(file_transaction.remove_stale_temporaries(folder, check_mode=check))
     problems = _trust_problems(params, folders)
     if problems:
         module.fail_json(msg="The CA on the controller cannot be trusted, nothing was changed: %s" % "; ".join(problems))
+    removed = []
+    for folder in folders:
+        removed.extend(file_transaction.remove_stale_temporaries(folder, check_mode=check))
     created = []
     if os.path.exists(key_path):
         try:
