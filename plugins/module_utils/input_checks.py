@@ -126,8 +126,8 @@ def path_problems(name, value, under=(), exact=(), allow_empty=False, what="path
         return ["%s: must be an absolute %s of letters, digits and _ . + @ : , - only (no whitespace, line breaks, "
                 "quotes or shell characters); got %r" % (name, what, value)]
     if len(value) > PATH_MAX:
-        return ["%s: %d characters, longer than the kernel's PATH_MAX (%d); got %s" % (name, len(value), PATH_MAX,
-                                                                                     shown(value, 40))]
+        return ["%s: %d characters, longer than the kernel's PATH_MAX (%d); got %s"
+                % (name, len(value), PATH_MAX, shown(value, 40))]
     problems = []
     normal = posixpath.normpath(value)
     if normal.startswith("//"):

@@ -69,10 +69,10 @@ def _doca_problems(settings, problems):
     doca = settings.get("rdma_driver_source") == "doca"
     url = settings.get("rdma_doca_repo_url", "")
     if url != "" or doca:
-        problem = length_problem("rdma_doca_repo_url", url, URL_MAX, "apt's source line") or full_match_problem(
-            "rdma_doca_repo_url", url, URL,
-                                     "must be the http(s):// or file:// URL of the DOCA-OFED mirror"
-                                     + (" when rdma_driver_source is doca" if doca else ""))
+        rule = ("must be the http(s):// or file:// URL of the DOCA-OFED mirror"
+                + (" when rdma_driver_source is doca" if doca else ""))
+        problem = (length_problem("rdma_doca_repo_url", url, URL_MAX, "apt's source line")
+                   or full_match_problem("rdma_doca_repo_url", url, URL, rule))
         if problem:
             problems.append(problem)
     key_url = settings.get("rdma_doca_gpg_key_url", "")

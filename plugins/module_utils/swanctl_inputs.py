@@ -328,9 +328,8 @@ def pki_dir_problems(pki_dir, path="", awx_job=""):
                 "use a persistent folder mounted into it" % (path, pki_dir, ", ".join(EPHEMERAL_ROOTS), awx_job)]
     if not pki_dir:
         return []
-    return ["%sipsec_pki_dir: %s" % (path, problem)
-            for problem in ancestor_problems(pki_dir) + entry_problems(pki_dir.rstrip("/") or "/", "directory",
-                                                                        private=True)]
+    found = ancestor_problems(pki_dir) + entry_problems(pki_dir.rstrip("/") or "/", "directory", private=True)
+    return ["%sipsec_pki_dir: %s" % (path, problem) for problem in found]
 
 
 def _crypto_problems(settings, path):

@@ -102,8 +102,8 @@ def test_same_ipsec_address_on_two_mesh_members_is_refused_by_the_problems_filte
     problems = problems_of("node1", members, ipsec_address="10.0.0.5")
     assert any(p.startswith("node1: ") and "ipsec_address '10.0.0.5'" in p and "(hosts node1 and node2)" in p
                for p in problems), problems
-    assert any(p.startswith("node2: ") for p in ipsec_problems({"node2": settings(ipsec_address="10.0.0.5")},
-                                                                members=members))
+    other_side = ipsec_problems({"node2": settings(ipsec_address="10.0.0.5")}, members=members)
+    assert any(p.startswith("node2: ") for p in other_side), other_side
 
 
 def test_duplicate_gateway_names_are_refused_by_the_problems_filter():

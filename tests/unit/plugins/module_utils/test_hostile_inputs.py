@@ -18,7 +18,6 @@ import yaml
 from ansible_collections.gpufabric.core.plugins.filter.cooling_policy_problems import FilterModule as CoolingFilters
 from ansible_collections.gpufabric.core.plugins.filter.inventory_problems import FilterModule as InventoryFilters
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_inputs import bonding_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.cooling_policy import policy_problems
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked, path_problems
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_inputs import nccl_problems
 from ansible_collections.gpufabric.core.plugins.module_utils.rdma_inputs import rdma_problems
