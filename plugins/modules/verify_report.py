@@ -78,7 +78,9 @@ options:
     type: dict
     default: {}
   mode:
-    description: Permissions of the report files.
+    description:
+      - Permissions of the report files, a quoted octal string (V(0644)) or a symbolic mode. A number is refused,
+        since YAML reads an unquoted V(0640) as 416 and V(644) as 644, so a number cannot say which mode was meant.
     type: raw
     default: "0644"
 attributes:
@@ -165,6 +167,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpufabric.core.plugins.module_utils import gates, html_pages, verify_report
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import file_mode_problem
 
 _FILES = {"json": "verify.json", "prometheus": "verify.prom", "html": "verify.html"}
 
@@ -206,6 +209,8 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    if isinstance(params["mode"], (int, float)):
+        module.fail_json(msg="Nothing was written: %s" % file_mode_problem("mode", params["mode"]))
     if "html" in params["formats"] and not html_pages.HAS_JINJA2:
         module.fail_json(msg=missing_required_lib("Jinja2", reason="for the HTML report (formats: html)"),
                          exception=str(html_pages.JINJA2_IMPORT_ERROR))
