@@ -107,11 +107,6 @@ def net_speed_gbps(netdev, root="/sys"):
     return speed / 1000.0 if speed is not None and speed > 0 else None
 
 
-def numa_cpulist(numa_node, root="/sys"):
-    """The CPU list of a NUMA node ("0-31,64-95"), None when sysfs does not say."""
-    return _read(os.path.join(root, "devices/system/node/node%d/cpulist" % numa_node)) or None
-
-
 def read_tree(root):
     """Every regular file under root (a snapshot's sys/ directory) as {relative path: content}."""
     found = {}
