@@ -98,7 +98,6 @@ def test_capture_is_idempotent_and_its_snapshot_gives_the_same_facts(tmp_path):
     assert offline_facts["source"] == "snapshot:%s" % target
     assert {k: v for k, v in offline_facts.items() if k != "source"} == {
         k: v for k, v in live_facts.items() if k != "source"}
-    assert [device["name"] for device in live_facts["rdma"]["devices"]] == ["rxe0"]
 
 
 def test_snapshot_of_real_captures(tmp_path):
