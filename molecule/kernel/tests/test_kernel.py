@@ -143,7 +143,6 @@ def test_bond_and_its_vlan_carry_9000_byte_frames(host):
     assert ping.rc == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
 
 
-
 # --- RDMA and NCCL --------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
