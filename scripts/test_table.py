@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """The end-of-run table of scripts/test.sh: each stage, each scenario and other long test with its time, and the two
 pytest workers' busy and idle time, so that whoever reads a CI log sees where its minutes went.
 
@@ -21,7 +21,7 @@ def label(nodeid):
     found = re.match(r"tests/integration/test_(molecule|compat)\.py::\w+\[([\w.]+)\]$", nodeid)
     if found:
         return "%s %s" % ("molecule" if found.group(1) == "molecule" else "compat", found.group(2))
-    path, _, name = nodeid.partition("::")
+    path, _separator, name = nodeid.partition("::")
     return "%s::%s" % (Path(path).stem, name)
 
 

@@ -639,11 +639,16 @@ def build_topology(sources, source="live", rail_interfaces=None):
 # ---------------------------------------------------------------- gathering the sources
 
 
+# lldpctl (and lldpd's other tools) start each log line with the time: a reason carrying it would differ on every run.
+_LOG_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\S* ")
+
+
 def _first_line(*texts):
+    """The first non-blank line of the texts, without a leading log timestamp, cut at 300 characters."""
     for text in texts:
         for line in (text or "").splitlines():
             if line.strip():
-                return line.strip()[:300]
+                return _LOG_TIME.sub("", line.strip())[:300]
     return ""
 
 

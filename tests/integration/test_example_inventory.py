@@ -19,7 +19,7 @@ import yaml
 from integration_helpers import ROOT, run_logged, tail
 
 CHECK = ROOT / "playbooks" / "check_inventory.yml"
-ROLES = ["rdma", "bonding", "routing", "ipsec", "nccl", "cooling", "verify"]
+ROLES = ["rdma", "bonding", "routing", "ipsec", "nccl", "cooling", "verify", "remediation"]
 HOST = "gpu-r01-n03"
 
 

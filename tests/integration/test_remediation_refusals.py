@@ -21,8 +21,8 @@ def test_remediate_refuses_bad_input_in_its_first_task(tmp_path):
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {
         "vars": {"remediation_alertmanager_url": "http://192.0.2.1:9093"},
         "children": {"slurm_controller": {"hosts": {"slurm-ctl-unreachable": {"ansible_host": "192.0.2.1"}}}}}}))
-    alert = {"status": "firing", "labels": {"alertname": "GpufabricPortDown", "gpufabric_scope": "node",
-                                             "gpufabric_remediation": "drain", "host": "node1"}}
+    alert = {"status": "firing", "labels": {
+        "alertname": "GpufabricPortDown", "gpufabric_scope": "node", "gpufabric_remediation": "drain", "host": "node1"}}
     rc, out = run_logged("remediate-refusal", ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"),
                                                str(ROOT / "playbooks" / "remediate.yml"), "-e",
                                                json.dumps(dict(BAD, remediation_alerts=[alert]))],
@@ -36,10 +36,10 @@ def test_remediate_refuses_bad_input_in_its_first_task(tmp_path):
 
 @pytest.mark.parametrize("variable", sorted(BAD))
 def test_check_inventory_refuses_each_before_the_rulebook_starts(variable):
+    extra_vars = {variable: BAD[variable], "remediation_alertmanager_url": "http://am.example.org:9093"}
     rc, out = run_logged("check-inventory-remediation-" + variable, [
         "ansible-playbook", "-i", str(ROOT / "inventories" / "example"), str(ROOT / "playbooks" / "check_inventory.yml"),
-        "--limit", "all[0]", "-e", json.dumps({variable: BAD[variable],
-                                                 "remediation_alertmanager_url": "http://am.example.org:9093"})],
+        "--limit", "all[0]", "-e", json.dumps(extra_vars)],
         timeout=300, env=ENV)
     assert rc == 2, tail(out)
     [words] = [words for words in WORDS if words.startswith(variable)]

@@ -549,3 +549,23 @@ def test_ibv_devinfo_only_devices_get_the_mellanox_model_name():
         ("mlx5_0", "MT4129", "28.44.1036"), ("mlx5_1", "MT4129", "28.44.1036")]
     assert [f["message"] for f in _kinds(topology, "port_down")] == [
         "mlx5_0 port 1 is DOWN (physical state unknown)", "mlx5_1 port 1 is DOWN (physical state unknown)"]
+
+
+# lldpctl's stderr without a running lldpd, captured in the lab's Debian 13 image (lldpd 1.0.19) twice, a second apart.
+LLDPCTL_NO_DAEMON = [
+    "2026-12-04T14:18:48 [WARN/control] unable to connect to socket /run/lldpd.socket: No such file or directory\n",
+    "2026-12-04T14:18:49 [WARN/control] unable to connect to socket /run/lldpd.socket: No such file or directory\n",
+]
+
+
+def test_a_failing_tools_reason_is_the_same_on_every_run(tmp_path):
+    """A reason is part of the facts and of a capture: the log time lldpctl prints must not make each run differ."""
+    reasons = []
+    for stderr in LLDPCTL_NO_DAEMON:
+        sources = collect_live(lambda argv, err=stderr: (1, "", err) if "/usr/sbin/lldpctl" in argv else (127, "", ""),
+                               lambda name: "/usr/sbin/lldpctl" if name == "lldpctl" else None,
+                               sys_root=str(tmp_path), proc_root=str(tmp_path))
+        reasons.append(build_topology(sources)["lldp"]["reason"])
+    assert reasons[0] == reasons[1]
+    assert reasons[0].endswith("(rc 1): [WARN/control] unable to connect to socket /run/lldpd.socket: No such file or "
+                               "directory")
