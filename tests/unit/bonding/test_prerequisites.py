@@ -140,6 +140,8 @@ def test_not_activating_or_a_backend_without_service_asks_nothing(tmp_path, netw
         systemd = FakeSystemd(tmp_path / ("%s.json" % backend), networkd)
         # As the role passes it: the backend's unit, '' for netplan (its renderer's service runs it).
         service = services.get(backend, "")
+        if service:
+            (tmp_path / service).write_text("[Service]\nExecStart=/bin/true\n")
         assert bpr.service_actions(systemd, service, False) == []
         assert systemd.state()["calls"] == []
         assert bool(bpr.service_actions(systemd, service, True)) == (backend != "netplan")

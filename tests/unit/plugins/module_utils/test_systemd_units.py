@@ -65,3 +65,19 @@ def test_the_manager_reads_units_again_and_check_mode_asks_nothing(systemd):
 def test_a_failed_reexec_is_an_error_that_names_it(systemd):
     with pytest.raises(su.UnitError, match=r"^systemctl daemon-reexec failed: Job for .* failed"):
         su.daemon_reexec(systemd(failing=["daemon-reexec"]))
+
+
+def test_plain_start_stop_and_the_queries_the_bonding_helper_uses(systemd, tmp_path):
+    (tmp_path / "y.timer").write_text("[Timer]\nOnActiveSec=60s\n")
+    systemctl = systemd()
+    su.start(systemctl, "y.timer")
+    su.start(systemctl, "x.service", no_block=True)
+    assert systemctl.unit("y.timer")["active"] and systemctl.state()["active"]
+    assert su.unit_property(systemctl, "y.timer", "NextElapseUSecRealtime") != ""
+    su.stop(systemctl, "y.timer")
+    su.reset_failed(systemctl, "gone.service")
+    assert systemctl.actions() == ["start y.timer", "start --no-block x.service", "show -p NextElapseUSecRealtime "
+                                   "--value y.timer", "stop y.timer", "reset-failed gone.service"]
+    # A unit systemd does not know cannot be stopped: an error that names it (the caller decides whether it matters).
+    with pytest.raises(su.UnitError, match="systemctl stop gone.service failed: Unit gone.service not found"):
+        su.stop(systemctl, "gone.service")
