@@ -248,7 +248,8 @@ def apply(changes, validate=None, make_directories=None, after=None):
                 if change["after"] is None:
                     os.unlink(change["path"])
                 else:
-                    os.replace(staged.pop(change["path"]), change["path"])
+                    os.replace(staged[change["path"]], change["path"])
+                    del staged[change["path"]]
                 done.append(change)
             _fsync_directories(done)
             if after is not None:

@@ -111,6 +111,17 @@ def test_a_failed_install_step_restores_the_files_already_replaced(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "c"]
 
 
+def test_a_file_whose_rename_fails_leaves_no_staged_copy(tmp_path):
+    desired = [{"path": str(tmp_path / "a"), "content": "a\n", "mode": 0o644},
+               {"path": str(tmp_path / "b"), "content": "b\n", "mode": 0o644}]
+    changes = ft.plan(desired, ft.read_all(desired))
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "keep").write_text("k")
+    with pytest.raises(OSError):
+        ft.apply(changes)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
+
+
 def test_make_directory_gives_the_modes_asked_whatever_the_umask(tmp_path):
     leaf = tmp_path / "a" / "b" / "c"
     previous = os.umask(0o077)
