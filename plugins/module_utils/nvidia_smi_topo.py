@@ -60,11 +60,6 @@ def _int_or_none(value):
     return int(value) if value is not None and _INT.match(value) else None
 
 
-def link_rank(code):
-    """Rank of a GPU-NIC link code, lower is closer; None for codes that are not PCIe paths."""
-    return LINK_RANK.get(code)
-
-
 def _is_known_code(code):
     return code in KNOWN_LINK_CODES or bool(_NVLINK.match(code))
 
