@@ -12,7 +12,7 @@ short_description: Install an FRRouting configuration, validated by FRR and appl
 version_added: "0.1.0"
 description:
   - Given O(enable_daemons), first turns them on in O(daemons_file) (C(NAME=yes)); given O(service), makes sure FRR
-    is enabled and running, restarted when the daemons file changed (the only restart: no session exists yet).
+    is enabled and running, restarted when the daemons file changed (the only restart, before any session exists).
   - Has FRR check O(content) (C(vtysh --dryrun -f FILE) on a staged copy); a file FRR refuses changes nothing and
     fails with FRR's own message.
   - Compares it with the running configuration (C(frr-reload.py --test)). C(changed) is true when the running
