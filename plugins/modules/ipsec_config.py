@@ -17,8 +17,8 @@ description:
   - Every changed file is written through the collection's file_transaction (a temporary file in its folder,
     fsync, rename over the old one); when one write fails, the files already written are put back, so the host never
     holds half a change. Every file is root's.
-  - Returns what the change needs, so that the caller reloads only on change: C(restart) when the data path
-    settings changed (charon reads them only when it starts; with O(service) this module restarts it),
+  - Returns what the change needs, so that the caller reloads only on change. C(restart) when the data path
+    settings changed (charon reads them only when it starts; with O(service) this module restarts it), and
     C(load) (C(swanctl --load-all --clear)) for any change.
   - Handles public material only. The host's private key is never read or written by this module.
   - Also reports the RDMA rails that the traffic selectors cover but which RoCE bypasses (RDMA NICs and rxe put
