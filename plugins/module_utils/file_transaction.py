@@ -18,7 +18,9 @@ file gets it, and a file with another owner is a change).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import stat
 import tempfile
 
@@ -139,6 +141,16 @@ def write_atomically(path, data, mode, owner=None):
             os.unlink(temporary)
         raise
     _fsync_directory(os.path.dirname(path) or ".")
+
+
+def append(path, text, mode=0o600):
+    """Add text at the end of the file at path (a log), created with mode when missing; durable when it returns."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), mode)
+    try:
+        os.write(fd, text.encode("utf-8", errors="surrogateescape"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def remove(path):
@@ -271,6 +283,31 @@ def apply(changes, validate=None, make_directories=None, after=None):
                     os.rmdir(directory)
                 except OSError:
                     pass
+
+
+@contextlib.contextmanager
+def staged_directory(directory, changes, inside):
+    """A private copy of directory as the changes (all inside it) would leave it, at <temporary root>/<inside>, for a
+    tool that validates a whole directory (the files it holds now, each new one with its mode); removed on exit.
+    Yields the temporary root (0700)."""
+    root = tempfile.mkdtemp(prefix="gpufabric-stage-")
+    try:
+        target = os.path.join(root, inside)
+        if os.path.isdir(directory):
+            shutil.copytree(directory, target, symlinks=True)
+        else:
+            os.makedirs(target)
+        for change in changes:
+            path = os.path.join(target, os.path.relpath(change["path"], directory))
+            if change["after"] is None:
+                remove(path)
+                continue
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
+                os.fchmod(handle.fileno(), change["mode"])
+                handle.write(change["after"].encode("utf-8", errors="surrogateescape"))
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def check(changes, validate):

@@ -227,3 +227,25 @@ def test_replace_symlink_swaps_the_target_in_one_step(tmp_path):
     ft.replace_symlink(str(link), "second")
     assert os.readlink(link) == "second"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["current"]
+
+
+def test_append_adds_lines_to_a_log_created_with_its_mode(tmp_path):
+    log = tmp_path / "rollback.log"
+    ft.append(str(log), "one\n")
+    ft.append(str(log), "two\n", mode=0o644)
+    assert log.read_text() == "one\ntwo\n" and _mode(log) == 0o600
+
+
+def test_staged_directory_is_the_directory_as_the_changes_leave_it_then_gone(tmp_path):
+    config = tmp_path / "network"
+    config.mkdir()
+    (config / "keep.network").write_text("k\n")
+    (config / "old.network").write_text("o\n")
+    desired = [{"path": str(config / "old.network"), "content": None, "mode": 0o644},
+               {"path": str(config / "new.netdev"), "content": "n\n", "mode": 0o640}]
+    with ft.staged_directory(str(config), ft.plan(desired, ft.read_all(desired)), "etc/network") as root:
+        staged = os.path.join(root, "etc", "network")
+        assert sorted(os.listdir(staged)) == ["keep.network", "new.netdev"]
+        assert _mode(os.path.join(staged, "new.netdev")) == 0o640
+    assert not os.path.exists(root)
+    assert sorted(os.listdir(str(config))) == ["keep.network", "old.network"]
