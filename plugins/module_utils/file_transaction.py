@@ -250,8 +250,12 @@ def apply(changes, validate=None, make_directories=None, after=None):
         for change in changes:
             if change["after"] is not None:
                 staged[change["path"]] = _stage(change)
-        problems = [problem for problem in (validate(change, staged[change["path"]]) for change in changes
-                                            if change["path"] in staged) if problem] if validate else []
+        problems = []
+        for change in changes:
+            if validate and change["path"] in staged:
+                problem = validate(change, staged[change["path"]])
+                if problem:
+                    problems.append(problem)
         if problems:
             return problems
         done = []
