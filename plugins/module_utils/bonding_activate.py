@@ -109,12 +109,22 @@ class Transaction:
         return rc == 0
 
     def lock(self, timeout):
-        """Take the host-wide lock within timeout seconds; False when another holder kept it."""
+        """Take the host-wide lock within timeout seconds; False when another holder kept it (or it cannot be
+        taken at all: the caller decides whether to go on without it)."""
         try:
             self.hosts.acquire(timeout=timeout)
-        except bt.TransactionBusy:
+        except (bt.TransactionBusy, OSError):
             return False
         return True
+
+    def attempt(self, what, step, *args):
+        """One step of a fail-safe path: an exception is logged as that step's failure (False), never the end of
+        the path."""
+        try:
+            return step(*args)
+        except Exception as error:  # pylint: disable=broad-except
+            self.log("%s failed: %s: %s" % (what, type(error).__name__, error))
+            return False
 
     # ------------------------------------------------------------------ the steps
 
@@ -232,17 +242,17 @@ class Transaction:
                 self.log("could not take the lock; rolling back anyway")
         if self.finished():
             return 0
-        self.mark("rollback.started")
+        self.attempt("marking the rollback as started", self.mark, "rollback.started")
         if self.exists("revert.requested"):
             self.log("rolling back (%s), requested by the controller" % self.backend)
         else:
             self.log("rolling back (%s), the change was not confirmed in time" % self.backend)
-        rc = 0 if self.restore_files() else 1
-        if not self.activate("revert"):
+        rc = 0 if self.attempt("restoring the files", self.restore_files) else 1
+        if not self.attempt("activating the previous files", self.activate, "revert"):
             rc = 1
         self._exit("rollback.rc", rc)
         self.log("rollback finished with exit status %d" % rc)
-        self.disarm()
+        self.attempt("disarming", self.disarm)
         return rc
 
     def boot_rollback(self):
@@ -251,16 +261,16 @@ class Transaction:
             self.log("could not take the lock; rolling back anyway")
         if self.finished(reload=False):
             return 0
-        self.mark("rollback.started")
+        self.attempt("marking the rollback as started", self.mark, "rollback.started")
         self.log("rolling back at boot (%s): the host restarted before the change was confirmed" % self.backend)
-        rc = 0 if self.restore_files() else 1
+        rc = 0 if self.attempt("restoring the files", self.restore_files) else 1
         # The network services start after this unit and read the restored files; netplan's generator already ran
         # from the new ones, so generate again.
-        if self.backend == "netplan" and not self.command(["netplan", "generate"]):
+        if self.backend == "netplan" and not self.attempt("netplan generate", self.command, ["netplan", "generate"]):
             rc = 1
         self._exit("rollback.rc", rc)
         self.log("rollback at boot finished with exit status %d" % rc)
-        self.disarm(reload=False)
+        self.attempt("disarming", self.disarm, False)
         return rc
 
     def confirm(self):

@@ -249,3 +249,13 @@ def test_the_command_line(tmp_path, armed, capsys):
     host = Host(tmp_path)
     assert ba.main(["rollback", os.path.join(os.path.dirname(transaction), "current")], run=host) == 0
     assert snapshot(config) == before and nothing_armed(tmp_path, transaction)
+
+
+def test_a_rollback_whose_manifest_cannot_be_read_still_activates_and_disarms(tmp_path, armed):
+    transaction, config, before = armed
+    os.unlink(os.path.join(transaction, "manifest"))
+    host = Host(tmp_path)
+    assert ba.Transaction(transaction, run=host).execute("rollback") == 1
+    assert "restoring the files failed: FileNotFoundError" in log_of(transaction)
+    assert host.tools()[-1] == "networkctl reload" and nothing_armed(tmp_path, transaction)
+    assert log_of(transaction, "rollback.rc") == "1\n"
