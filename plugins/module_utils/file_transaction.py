@@ -27,6 +27,8 @@ import tempfile
 REDACTED = "<secret: %d bytes, not shown>\n"
 # Directories created above a wanted one: traversable by every user, as /etc, /usr/local/lib and /var/lib are.
 PARENTS_MODE = 0o755
+# Every temporary file this module stages begins with it (mkstemp: 0600, O_EXCL, beside its target).
+TEMPORARY_PREFIX = ".gpufabric-"
 
 
 def read_current(path, with_owner=False):
@@ -126,7 +128,7 @@ def write_atomically(path, data, mode, owner=None):
     """Replace path with data (bytes) through a temporary file beside it and a rename, so that a reader sees the
     old file or the new one, never part of one. mkstemp creates the temporary file 0600; it gets mode (and owner,
     a (uid, gid) pair, when given) before the rename."""
-    fd, temporary = tempfile.mkstemp(prefix=".gpufabric-", dir=os.path.dirname(path))
+    fd, temporary = tempfile.mkstemp(prefix=TEMPORARY_PREFIX, dir=os.path.dirname(path))
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -179,7 +181,7 @@ def replace_symlink(path, target):
 
 def _stage(change):
     directory = os.path.dirname(change["path"])
-    fd, temp = tempfile.mkstemp(prefix=".gpufabric-", suffix=".tmp", dir=directory)
+    fd, temp = tempfile.mkstemp(prefix=TEMPORARY_PREFIX, suffix=".tmp", dir=directory)
     try:
         # The mode first: a secret is never readable by others, not even for an instant.
         os.fchmod(fd, change["mode"])
@@ -344,3 +346,22 @@ def _restore(done):
                         owner=change.get("before_owner"))
         os.replace(_stage(previous), path)
     _fsync_directories(done)
+
+
+def remove_stale_temporaries(directory, check_mode=False):
+    """Remove what write_atomically and apply staged in directory and never renamed: their process was killed
+    (SIGKILL, power loss) between the write and the rename, and a temporary file may hold a whole secret. Only for
+    a directory whose writers all hold one lock, held by the caller now: a temporary file of a writer still running
+    would otherwise go. Returns the paths removed (in check mode, that would be)."""
+    removed = []
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return removed
+    for name in names:
+        path = os.path.join(directory, name)
+        if name.startswith(TEMPORARY_PREFIX) and (os.path.islink(path) or not os.path.isdir(path)):
+            if not check_mode:
+                os.unlink(path)
+            removed.append(path)
+    return removed

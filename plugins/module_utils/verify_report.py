@@ -11,8 +11,10 @@ script and data, nothing fetched) so it can be mailed or archived as one file.
 from __future__ import annotations
 
 import json
-import math
 import time
+
+from ansible_collections.gpufabric.core.plugins.module_utils import prometheus_text
+from ansible_collections.gpufabric.core.plugins.module_utils.html_pages import environment, markup
 
 SCHEMA_VERSION = 1
 _METRIC_PREFIX = "gpufabric_verify_"
@@ -98,19 +100,6 @@ def render_json(report):
 # Prometheus text exposition format, for node_exporter's textfile collector
 # ---------------------------------------------------------------------------------------------
 
-def _escape_label(value):
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _sample(name, labels, value):
-    label_text = ",".join('%s="%s"' % (key, _escape_label(labels[key])) for key in sorted(labels))
-    if isinstance(value, bool):
-        value = int(value)
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        value = "NaN"
-    return "%s%s{%s} %s" % (_METRIC_PREFIX, name, label_text, value)
-
-
 _METRICS = (
     ("host_pass", "1 when every rail of the host passed its bandwidth gate, 0 when one failed."),
     ("rail_bandwidth_gbps", "Measured bandwidth of a host's rail, Gbit/s (upper median over its pair tests)."),
@@ -130,18 +119,26 @@ _DIRECTIONS = (
 
 
 def render_prometheus(report, host=None):
-    """Metrics in the text exposition format; host restricts them to one host (its textfile)."""
-    samples = dict((name, []) for name, _help in _METRICS)
+    """Metrics in the text exposition format; host restricts them to one host (its textfile).
+
+    Labels are written sorted by name, as they always were; a family without samples is left out.
+    """
+    exposition = prometheus_text.Exposition()
+    families = dict((name, exposition.family(_METRIC_PREFIX + name, help_text)) for name, help_text in _METRICS)
+
+    def sample(name, labels, value):
+        families[name].add(dict(sorted(labels.items())), value)
+
     for name, verdict in report["hosts"].items():
         if host is not None and name != host:
             continue
         if verdict["status"] != "skipped":
-            samples["host_pass"].append(_sample("host_pass", {"host": name}, verdict["status"] == "pass"))
+            sample("host_pass", {"host": name}, verdict["status"] == "pass")
         for rail, rail_verdict in sorted(verdict["rails"].items()):
             labels = {"host": name, "rail": rail, "device": rail_verdict.get("device") or ""}
-            samples["rail_bandwidth_gbps"].append(_sample("rail_bandwidth_gbps", labels, rail_verdict["measured_gbps"]))
-            samples["rail_expected_gbps"].append(_sample("rail_expected_gbps", labels, rail_verdict["expected_gbps"]))
-            samples["rail_pass"].append(_sample("rail_pass", labels, rail_verdict["passed"]))
+            sample("rail_bandwidth_gbps", labels, rail_verdict["measured_gbps"])
+            sample("rail_expected_gbps", labels, rail_verdict["expected_gbps"])
+            sample("rail_pass", labels, rail_verdict["passed"])
     for test in report["tests"]:
         if host is not None and host not in (test["client"], test["server"]):
             continue
@@ -150,35 +147,28 @@ def render_prometheus(report, host=None):
                 labels = {
                     "client": test["client"], "server": test["server"], "rail": str(test.get("rail")), "direction": direction, "tool": test.get("tool") or "",
                 }
-                samples["pair_bandwidth_gbps"].append(_sample("pair_bandwidth_gbps", labels, test[key]))
+                sample("pair_bandwidth_gbps", labels, test[key])
     for name, verdict in sorted(report["nccl"].items()):
         if host is not None and host not in verdict["hosts"]:
             continue
         labels = {"run": name, "scope": verdict.get("scope") or ""}
         if verdict["status"] != "skipped":
-            samples["nccl_busbw_gbytes"].append(_sample("nccl_busbw_gbytes", labels, verdict["measured_gbytes"]))
-            samples["nccl_pass"].append(_sample("nccl_pass", labels, verdict["status"] == "pass"))
-    samples["last_run_timestamp_seconds"].append("%slast_run_timestamp_seconds %s" % (_METRIC_PREFIX, round(report["generated_at"], 3)))
-    lines = []
-    for name, help_text in _METRICS:
-        if not samples[name]:
-            continue
-        lines.append("# HELP %s%s %s" % (_METRIC_PREFIX, name, help_text))
-        lines.append("# TYPE %s%s gauge" % (_METRIC_PREFIX, name))
-        lines.extend(samples[name])
-    return "\n".join(lines) + "\n"
+            sample("nccl_busbw_gbytes", labels, verdict["measured_gbytes"])
+            sample("nccl_pass", labels, verdict["status"] == "pass")
+    sample("last_run_timestamp_seconds", {}, round(report["generated_at"], 3))
+    return exposition.render()
 
 
 # ---------------------------------------------------------------------------------------------
 # HTML: one self-contained page
 # ---------------------------------------------------------------------------------------------
 
-_HTML = """<!DOCTYPE html>
+_PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>__TITLE__</title>
+<title>{{ title }}</title>
 <style>
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #1d1d1f; }
 h1 { font-size: 1.4em; margin: 0 0 .3em; } h2 { font-size: 1.15em; margin: 1.4em 0 .4em; }
@@ -197,7 +187,7 @@ td.missing { color: #999; }
 </style>
 </head>
 <body data-rendered="false">
-<h1>__TITLE__</h1>
+<h1>{{ title }}</h1>
 <div id="summary"></div>
 <h2>Failures</h2>
 <div id="failures"></div>
@@ -211,7 +201,7 @@ host that failed the rail.</p>
 <h2>Rounds</h2>
 <div id="rounds"></div>
 <noscript><p>This page draws its tables with JavaScript; the same data is in the JSON report beside it.</p></noscript>
-<script id="report-data" type="application/json">__DATA__</script>
+<script id="report-data" type="application/json">{{ report | script_json }}</script>
 <script>
 "use strict";
 (function () {
@@ -335,12 +325,17 @@ host that failed the rail.</p>
 """
 
 
-def _html_escape(text):
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+def _script_json(report):
+    """The report as JSON inside <script>: "</" would close the element early and "<!--" open a comment, so "<"
+    is written as \\u003c (JSON allows it in strings, and outside strings JSON has no "<" at all). The result is
+    markup the page prints as it is: HTML escaping would break the JSON."""
+    return markup(json.dumps(report, sort_keys=True).replace("<", "\\u003c"))
+
+
+_ENVIRONMENT = []
 
 
 def render_html(report, title="gpufabric bandwidth verification"):
-    # Inside <script>, "</" would close the element early and "<!--" open a comment: JSON
-    # allows "<" to be written as \u003c, and outside strings JSON has no "<" at all.
-    data = json.dumps(report, sort_keys=True).replace("<", "\\u003c")
-    return _HTML.replace("__TITLE__", _html_escape(title)).replace("__DATA__", data)
+    if not _ENVIRONMENT:
+        _ENVIRONMENT.append(environment({"verify.html": _PAGE}, {"script_json": _script_json}))
+    return _ENVIRONMENT[0].get_template("verify.html").render(report=report, title=title)
