@@ -165,6 +165,14 @@ def remove(path):
     return True
 
 
+def set_attributes(path, mode, owner=None):
+    """Give the existing file or directory at path mode, then owner (uid, gid) when given, its content untouched:
+    the mode first, so that a file readable by others is narrowed before it changes hands."""
+    os.chmod(path, mode)
+    if owner is not None:
+        os.chown(path, owner[0], owner[1])
+
+
 def replace_symlink(path, target):
     """Point the symbolic link path at target through a link beside it and a rename: a reader sees the old link or
     the new one, never none."""

@@ -255,7 +255,7 @@ def main():
         try:
             for change in directory_changes:
                 if change["action"] == "mode":
-                    os.chmod(change["path"], change["mode"])
+                    ft.set_attributes(change["path"], change["mode"])
             problems = ft.apply(changes, make_directories=[(c["path"], c["mode"]) for c in directory_changes
                                                            if c["action"] != "mode"])
         except OSError as exc:

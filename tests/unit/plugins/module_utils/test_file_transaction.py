@@ -229,6 +229,18 @@ def test_replace_symlink_swaps_the_target_in_one_step(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["current"]
 
 
+def test_set_attributes_changes_mode_and_owner_not_content(tmp_path):
+    key = tmp_path / "host.key"
+    key.write_text("key material\n")
+    os.chmod(key, 0o644)
+    owner = (os.getuid(), os.getgid())
+    ft.set_attributes(str(key), 0o600, owner)
+    assert _mode(key) == 0o600 and (key.stat().st_uid, key.stat().st_gid) == owner
+    assert key.read_text() == "key material\n"
+    ft.set_attributes(str(tmp_path), 0o700)
+    assert _mode(tmp_path) == 0o700
+
+
 def test_append_adds_lines_to_a_log_created_with_its_mode(tmp_path):
     log = tmp_path / "rollback.log"
     ft.append(str(log), "one\n")
