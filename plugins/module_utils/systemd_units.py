@@ -47,6 +47,15 @@ def start(run, unit, no_block=False):
     _run_verb(run, ["start", "--no-block"] if no_block else ["start"], unit)
 
 
+def run_transient(run, unit, argv, description):
+    """Run argv as the transient service unit (systemd-run --no-block --collect): it outlives the caller and its
+    connection, and its unit is gone once it ends. Raises UnitError naming the unit."""
+    rc, out, err = run(["systemd-run", "--unit", unit, "--no-block", "--collect", "--description", description]
+                       + list(argv))
+    if rc != 0:
+        raise UnitError("systemd-run --unit %s failed: %s" % (unit, (err or out).strip()))
+
+
 def stop(run, unit):
     """Stop the unit. Raises UnitError (a unit systemd does not know is an error too: rc 5)."""
     _run_verb(run, ["stop"], unit)

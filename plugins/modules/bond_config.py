@@ -502,12 +502,11 @@ def disarm_after_failure(module, hosts, transaction):
 
 
 def start_activation(module, transaction):
-    rc, out, err = module.run_command([
-        "systemd-run", "--unit", bt.APPLY_UNIT, "--no-block", "--collect",
-        "--description", "gpufabric.core.bonding: activate the new network configuration",
-        module.params["helper"], "apply", transaction.path])
-    if rc != 0:
-        return "could not start the activation (systemd-run): %s" % (err or out).strip()
+    try:
+        su.run_transient(module.run_command, bt.APPLY_UNIT, [module.params["helper"], "apply", transaction.path],
+                         "gpufabric.core.bonding: activate the new network configuration")
+    except su.UnitError as error:
+        return "could not start the activation: %s" % to_text(error)
     return None
 
 
