@@ -93,7 +93,11 @@ in_controller() {
     local image venv_real
     image=$("$ROOT/scripts/lab.sh" controller-image)
     venv_real=$(realpath "$ROOT/.venv")
-    local mounts=(-v "$ROOT:$ROOT")
+    # ansible-test's requirement venvs and pip's cache outlive the container: the next line (or run) on the same
+    # Python reuses those whose requirements match, as the lines run on this host share ~/.ansible/test.
+    mkdir -p "$ROOT/.cache/controller/ansible-test" "$ROOT/.cache/controller/pip"
+    local mounts=(-v "$ROOT:$ROOT" -v "$ROOT/.cache/controller/ansible-test:/root/.ansible/test"
+                  -v "$ROOT/.cache/controller/pip:/root/.cache/pip")
     [[ "$venv_real" == "$ROOT/.venv" ]] || mounts+=(-v "$venv_real:$venv_real:ro")
     # shellcheck disable=SC2046,SC2086  # options are separate words
     podman run --rm "${mounts[@]}" $(pip_config_mounts) ${PODMAN_OPTIONS:-} -w "$ROOT" \

@@ -366,7 +366,9 @@ def process_command(pid):
 def start_detached(argv, log_path):
     """Start argv in its own session, output to log_path; the process survives this module."""
     with open(log_path, "wb") as log, open(os.devnull, "rb") as devnull:
-        process = subprocess.Popen(argv, stdin=devnull, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+        # run_command cannot leave a process running after the module returns.
+        process = subprocess.Popen(  # pylint: disable=ansible-bad-function
+            argv, stdin=devnull, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
     return process
 
 
@@ -417,8 +419,10 @@ def run_concurrently(commands, timeout_s):
     Each command is wrapped in coreutils timeout by the caller; timeout_s is a backstop.
     """
     started_at = time.time()
+    # run_command runs one command at a time; the rails are measured at once.
     processes = [
-        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        subprocess.Popen(  # pylint: disable=ansible-bad-function
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         for argv in commands
     ]
     results = []
