@@ -285,7 +285,7 @@ class Transaction:
         self.mark("confirmed")
         self.disarm()
         self.log("confirmed")
-        print("confirmed; %s.timer disarmed" % bt.ROLLBACK_UNIT)
+        sys.stdout.write("confirmed; %s.timer disarmed\n" % bt.ROLLBACK_UNIT)
         return 0
 
     def revert_now(self):
@@ -295,7 +295,7 @@ class Transaction:
             return 4
         if self.exists("rollback.rc") or self.exists("confirmed"):
             self.log("revert-now: nothing to start, the change was already rolled back or confirmed")
-            print("already rolled back or confirmed")
+            sys.stdout.write("already rolled back or confirmed\n")
             self.disarm()
             return 0
         self.mark("revert.requested")

@@ -76,8 +76,8 @@ def unit_property(run, unit, name):
 def _run_verb(run, verb, unit):
     rc, out, err = run(["systemctl"] + verb + [unit])
     if rc != 0:
-        raise UnitError("systemctl %s %s failed: %s (journalctl -u %s)" % (" ".join(verb), unit, (err or out).strip(),
-                                                                          unit))
+        raise UnitError("systemctl %s %s failed: %s (journalctl -u %s)"
+                        % (" ".join(verb), unit, (err or out).strip(), unit))
 
 
 def is_enabled(run, unit):

@@ -64,6 +64,6 @@ def test_remediate_refuses_a_slurm_controller_of_an_unsupported_family_from_cach
                          timeout=300, env=dict(ENV, ANSIBLE_CACHE_PLUGIN="ansible.builtin.jsonfile",
                                                ANSIBLE_CACHE_PLUGIN_CONNECTION=str(cache)))
     assert rc == 2, tail(out)
-    assert ("remediation_slurm_controller slurm-ctl-unreachable: the remediation role supports the Debian and RedHat families; this host is Alpine 3.20 (Alpine) with "
-            "openrc") in " ".join(out.split()), tail(out)
+    assert ("remediation_slurm_controller slurm-ctl-unreachable: the remediation role supports the Debian and RedHat "
+            "families; this host is Alpine 3.20 (Alpine) with openrc") in " ".join(out.split()), tail(out)
     assert "Plan |" not in out
