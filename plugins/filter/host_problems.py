@@ -12,8 +12,9 @@ short_description: Say why a host's operating system or service manager does not
 version_added: 0.2.0
 description:
   - "Takes the host's gathered facts and returns one sentence per problem (empty when the host suits the role): an
-    OS family the role does not support, a service manager other than systemd."
-  - A role adds these to its variables' problems, so that one preflight task refuses both, before any change.
+    OS family the role does not support, a service manager other than systemd where the role needs systemd."
+  - The one OS and service manager check of the collection. Every role adds these to the problems of its one
+    preflight task (no task of its own), so that one task refuses both, before any change.
   - A fact that was not gathered (a play with C(gather_facts=false), a fact cache holding only some) is not checked
     here; the tasks that read it later fail on their own.
 options:
@@ -26,10 +27,14 @@ options:
     type: str
     required: true
   os_families:
-    description: The OS families (C(ansible_facts.os_family)) the role supports.
+    description: The OS families (C(ansible_facts.os_family)) the role supports; empty for any.
     type: list
     elements: str
     required: true
+  systemd:
+    description: Whether the role needs systemd as the host's service manager (it runs or owns units).
+    type: bool
+    default: true
 author:
   - gpufabric.core contributors (@gpufabric)
 """
@@ -42,6 +47,13 @@ EXAMPLES = r"""
     quiet: true
   vars:
     __problems: "{{ ansible_facts | gpufabric.core.host_problems('rdma', ['Debian', 'RedHat']) }}"
+
+- name: A role that writes files only, on any family
+  ansible.builtin.assert:
+    that: __problems | length == 0
+    quiet: true
+  vars:
+    __problems: "{{ ansible_facts | gpufabric.core.host_problems('nccl', [], systemd=false) }}"
 """
 
 RETURN = r"""
@@ -54,18 +66,20 @@ _value:
 """
 
 
-def host_problems(facts, role, os_families):
+def host_problems(facts, role, os_families, systemd=True):
     if not isinstance(facts, dict):
         raise TypeError("the input must be the host's facts (a dict), got %s" % type(facts).__name__)
+    families = list(os_families or [])
     # Each fact is checked when it was gathered (a fact cache may hold some without the others).
-    family = facts.get("os_family", os_families[0] if os_families else None)
+    family = facts.get("os_family", families[0] if families else None)
     service_manager = facts.get("service_mgr", "systemd") or "an unknown service manager"
-    if family in os_families and service_manager == "systemd":
+    if (not families or family in families) and (not systemd or service_manager == "systemd"):
         return []
     release = " ".join(part for part in (facts.get("distribution") or "an unknown distribution",
                                          facts.get("distribution_version") or "") if part)
-    return ["the %s role supports the %s families under systemd; this host is %s (%s) with %s" % (
-        role, " and ".join(os_families), release, family, service_manager)]
+    needs = ("the %s families" % " and ".join(families) if families else "any OS family") + (
+        " under systemd" if systemd else "")
+    return ["the %s role supports %s; this host is %s (%s) with %s" % (role, needs, release, family, service_manager)]
 
 
 class FilterModule:

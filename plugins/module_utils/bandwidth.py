@@ -35,8 +35,6 @@ TOOLS = (IPERF3,) + PERFTEST_TOOLS
 DEFAULT_PORTS = {IPERF3: 5201}
 PERFTEST_DEFAULT_PORT = 18515
 
-# A server outlives its client by this much at most, so a lost client never leaves it behind.
-SERVER_GRACE_S = 30
 _TCP_LISTEN = "0A"
 
 

@@ -7,21 +7,22 @@ check, each in a module of its own concern:
 - bonding_validate: the rules and ``normalize`` (controller filter and host module alike);
 - bonding_render_networkd, bonding_render_netplan, bonding_render_nm: one renderer per backend, with the reading of
   that backend's tool output; bonding_render_common: what they share;
-- bonding_plan: files to create, replace and remove, what activation and undo must do, the manifest and diff;
+- bonding_plan: files to create, replace and remove, what activation and undo must do, and the diff;
+- bonding_transaction: the host's transactions (lock, pending marker, manifest, rollback units);
 - bonding_runtime: a running bond against its definition.
 """
 
 from __future__ import annotations
 
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_plan import (
-    MANIFEST, diff_entries, manifest_text, networkd_netdevs_to_delete, networkmanager_profiles_to_activate,
-    plan_changes, sha1)
+    diff_entries, networkd_netdevs_to_delete, networkmanager_profiles_to_activate, plan_changes, sha1)
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_render_common import MANAGED_HEADER
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_render_netplan import render_netplan
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_render_networkd import networkd_file_problems, render_networkd
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_render_nm import (
     connection_uuid, keyfile_dropped_settings, keyfile_pairs, nm_profile_id, render_networkmanager)
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_runtime import runtime_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding_transaction import MANIFEST, manifest_text
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import (
     AD_SELECTS, BACKENDS, DEFAULT_BOND_SETTINGS, LACP_RATES, MIIMON_MAX, MODE_OPTIONS, MODES, MTU_MAX, MTU_MIN,
     ROUTE_TABLE_MAX, RULE_PRIORITY_MAX, VLAN_ID_MAX, VLAN_ID_MIN, XMIT_HASH_POLICIES, BondingConfigError,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_addressing import addressing_problems
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import (
     MIIMON_MAX, MIIMON_MIN, MTU_MAX, MTU_MIN, BondingConfigError, _as_int, _check_int, normalize)
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked, verify_mode
 
 # The role-wide defaults every bond takes where it does not set the key (<prefix>_mode, ...).
 BOND_DEFAULT_KEYS = ("mode", "miimon", "lacp_rate", "xmit_hash_policy", "ad_select", "min_links", "mtu")
@@ -59,7 +59,11 @@ def rollback_problems(settings, prefix="bonding"):
         values[key] = value
     if problems:
         return problems
-    verifies = bool(settings.get(prefix + "_verify", True)) and len(settings.get(prefix + "_bonds") or []) > 0
+    try:
+        verifies = verify_mode(settings.get(prefix + "_verify", "after_change"), prefix + "_verify") != "never"
+    except ValueError as error:
+        return [str(error)]
+    verifies = verifies and len(settings.get(prefix + "_bonds") or []) > 0
     worst_case = (values["settle_seconds"] + 2 * values["confirm_timeout"]
                   + (values["verify_timeout"] if verifies else 0) + ROLLBACK_MARGIN)
     if values["rollback_timeout"] >= worst_case:

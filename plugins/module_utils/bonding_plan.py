@@ -10,8 +10,7 @@ import re
 
 # Pure functions: given the files a backend owns now and the files it should own, say what to create, replace
 # and remove, what the activation has to tear down first and what the undo has to restore. The bond_config module
-# does the I/O; the helper script roles/bonding/files/gpufabric-bonding-activate reads the plan files.
-MANIFEST = "manifest"
+# does the I/O; the host program gpufabric-bonding-activate (bonding_activate.py) reads the plan files.
 _NAME_LINE = re.compile(r"^\s*Name\s*=\s*(\S+)\s*$", re.MULTILINE)
 _NETDEV_SECTION = re.compile(r"^\s*\[NetDev\]", re.MULTILINE)
 
@@ -84,15 +83,6 @@ def networkmanager_profiles_to_activate(changes):
         if change["before"] is not None:
             revert.append((_nm_rank(change["before"]), (_NM_ID.search(change["before"]) or [None, None])[1]))
     return ([pid for dummy, pid in sorted(apply) if pid], [pid for dummy, pid in sorted(revert) if pid])
-
-
-def manifest_text(changes, directory):
-    """One line per changed file: action, path, name of its backup in the state directory (or '-')."""
-    lines = []
-    for index, change in enumerate(changes):
-        backup = "%03d-%s" % (index, change["name"]) if change["before"] is not None else "-"
-        lines.append("%s\t%s/%s\t%s" % (change["action"], directory.rstrip("/"), change["name"], backup))
-    return "\n".join(lines) + "\n"
 
 
 def diff_entries(changes, directory):

@@ -15,6 +15,10 @@ Layout of the state directory (``bonding_state_dir``)::
 The rollback is three persistent units in /etc/systemd/system, written before any configuration file and
 removed by the helper on confirm or rollback: a timer, the service it starts, and a service that runs early at
 boot (before any network service) so that a host restarted inside the window comes up on its previous files.
+
+Used by bond_config and by the host program gpufabric-bonding-activate (bonding_activate.py), which installs this
+file unchanged beside its own code: standard library and relative imports only. Files go through file_transaction,
+systemd through systemd_units.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ import re
 import shutil
 import time
 
+from . import file_transaction as ft
+from . import systemd_units as su
+
 ROLLBACK_UNIT = "gpufabric-bonding-rollback"
 BOOT_UNIT = "gpufabric-bonding-rollback-boot"
 APPLY_UNIT = "gpufabric-bonding-apply"
@@ -34,6 +41,7 @@ BOOT_WANTS = "sysinit.target.wants"
 
 LOCK = "lock"
 PENDING = "pending"
+MANIFEST = "manifest"
 CURRENT = "current"
 PREVIOUS = "previous"
 # Transactions kept on disk (backups and logs of the latest changes, for a manual rollback or a post-mortem).
@@ -107,6 +115,25 @@ def transaction_state(directory):
     return "armed"
 
 
+def manifest_text(changes, directory):
+    """One line per changed file: action, path, name of its backup in the transaction's files/ (or '-')."""
+    lines = []
+    for index, change in enumerate(changes):
+        backup = "%03d-%s" % (index, change["name"]) if change["before"] is not None else "-"
+        lines.append("%s\t%s/%s\t%s" % (change["action"], directory.rstrip("/"), change["name"], backup))
+    return "\n".join(lines) + "\n"
+
+
+def parse_manifest(text):
+    """[(action, path, backup name or None)] from manifest_text's output; a line of another shape is skipped."""
+    entries = []
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[0] in ("create", "replace", "remove"):
+            entries.append((fields[0], fields[1], None if fields[2] == "-" else fields[2]))
+    return entries
+
+
 def rollback_units(helper, directory, timeout, tx_id):
     """{path: text} of the persistent rollback units of one transaction (the boot unit's wants link aside)."""
     header = "# Managed by gpufabric.core.bonding: removed when transaction %s is confirmed or rolled back.\n" % tx_id
@@ -149,6 +176,39 @@ def boot_wants_link():
     return os.path.join(UNIT_DIR, BOOT_WANTS, BOOT_UNIT + ".service")
 
 
+def install_units(helper, directory, timeout, tx_id):
+    """Write the persistent rollback units of one transaction and the boot unit's wants link (not started)."""
+    desired = [{"path": path, "content": text, "mode": 0o644}
+               for path, text in sorted(rollback_units(helper, directory, timeout, tx_id).items())]
+    ft.apply(ft.plan(desired, ft.read_all(desired)), make_directories=[(UNIT_DIR, 0o755)])
+    ft.make_directory(os.path.dirname(boot_wants_link()), 0o755)
+    ft.replace_symlink(boot_wants_link(), os.path.join(UNIT_DIR, BOOT_UNIT + ".service"))
+
+
+def remove_units(run, reload=True):
+    """Stop the rollback timer and remove the persistent units and the wants link; with reload, tell systemd (not
+    at boot, where a reload would disturb the boot transaction and the units are not started anyway).
+
+    The disarming half of every fail-safe path: each step is tried whatever the others did. Returns the problems
+    (empty when everything went)."""
+    problems = []
+    try:
+        su.stop(run, ROLLBACK_UNIT + ".timer")
+    except su.UnitError:
+        pass  # not loaded or not running: nothing to stop
+    for path in sorted(rollback_units("-", "-", 0, "-")) + [boot_wants_link()]:
+        try:
+            ft.remove(path)
+        except OSError as error:
+            problems.append("could not remove %s: %s" % (path, error))
+    if reload:
+        try:
+            su.daemon_reload(run)
+        except su.UnitError as error:
+            problems.append(str(error))
+    return problems
+
+
 class HostTransactions:
     """The state directory of one host: its lock, its pending marker and its transaction directories."""
 
@@ -161,7 +221,7 @@ class HostTransactions:
 
     def acquire(self, timeout=30.0, poll=0.2):
         """Take the host-wide lock, waiting at most timeout seconds. Raises TransactionBusy."""
-        os.makedirs(self.state_dir, mode=0o700, exist_ok=True)
+        ft.make_directory(self.state_dir, 0o700)
         fd = os.open(self.path(LOCK), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
         deadline = time.monotonic() + timeout
         while True:
@@ -219,23 +279,18 @@ class HostTransactions:
             % (describe(record), record.get("directory")))
 
     def write_pending(self, record):
-        temp = self.path(".pending.tmp")
-        with open(temp, "w") as handle:
-            handle.write(pending_text(record))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, 0o600)
-        os.rename(temp, self.path(PENDING))
+        ft.write_atomically(self.path(PENDING), pending_text(record).encode("utf-8"), 0o600)
 
     def clear_pending(self, directory):
+        """Remove the pending marker when it names directory (the same directory by any path to it)."""
         record = self.pending()
-        if record and record.get("directory") == directory:
-            os.unlink(self.path(PENDING))
+        if record and os.path.realpath(record.get("directory") or "") == os.path.realpath(directory):
+            ft.remove(self.path(PENDING))
 
     def new_transaction(self, tx_id):
         """Create the transaction's directory and point current (and previous) at it."""
         directory = self.path(tx_id)
-        os.makedirs(os.path.join(directory, "files"), mode=0o700)
+        ft.make_directory(os.path.join(directory, "files"), 0o700, parents_mode=0o700)
         current = self.path(CURRENT)
         if os.path.islink(current):
             self._link(PREVIOUS, os.readlink(current))
@@ -249,11 +304,7 @@ class HostTransactions:
         return directory
 
     def _link(self, name, target):
-        temp = self.path(".%s.tmp" % name)
-        if os.path.lexists(temp):
-            os.unlink(temp)
-        os.symlink(target, temp)
-        os.rename(temp, self.path(name))
+        ft.replace_symlink(self.path(name), target)
 
     def prune(self, keep=()):
         """Remove the oldest transaction directories beyond KEEP, never the pending one or those linked."""

@@ -165,17 +165,6 @@ def parse_redfish_thermal_metrics(doc):
     return {"temperatures": temperatures}
 
 
-def parse_redfish_sensor(doc):
-    """Parse one Sensor resource (Chassis/<id>/Sensors/<id>)."""
-    command = "Redfish Sensor"
-    doc = _document(doc, command)
-    if "Reading" not in doc:
-        raise ParseError(command, "no Reading property (@odata.type %r)" % doc.get("@odata.type"))
-    state, health = _status(doc)
-    return {"name": doc.get("Name") or doc.get("Id"), "value": _excerpt(doc.get("Reading")), "unit": doc.get("ReadingUnits"),
-            "type": doc.get("ReadingType"), "state": state, "health": health}
-
-
 def select_redfish_temperature(temperatures, selector):
     """Value of the temperature named selector (Name, DeviceName, or "Summary/Intake")."""
     matches = [t for t in temperatures if t["name"] == selector]

@@ -3,45 +3,61 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A set of whole files brought to their desired content and mode as one transaction.
 
-Used by the desired-state modules of the roles whose files have no activation step of their own
-(gpufabric.core.cooling_config, gpufabric.core.nccl_env). Planning is pure (``plan``, ``diff_entries``);
-``apply`` stages every new file next to its target (same file system, so the rename is atomic), then renames
-them into place one by one and, when any step fails, puts every file it had already replaced or removed back.
+The one writer of files for the collection's modules and host programs: every file they install, replace or
+remove goes through here (fsync, atomic rename, undo). Planning is pure (``plan``, ``diff_entries``); ``apply``
+stages every new file next to its target (same file system, so the rename is atomic), then renames them into place
+one by one and, when any step fails (or the caller's ``after`` check refuses the result), puts every file it had
+already replaced or removed back and removes the directories it created. ``write_atomically`` replaces one file on
+its own (a state file, a record). Standard library only, no imports from the collection: host programs install
+this file unchanged beside their own code.
 
 A desired entry is a dict: ``path``, ``content`` (text, or None for "must not exist"), ``mode`` (int),
-``secret`` (True: the content never appears in a diff or a result).
+``secret`` (True: the content never appears in a diff or a result), and optionally ``owner`` ((uid, gid): the
+file gets it, and a file with another owner is a change).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import stat
 import tempfile
 
 REDACTED = "<secret: %d bytes, not shown>\n"
+# Directories created above a wanted one: traversable by every user, as /etc, /usr/local/lib and /var/lib are.
+PARENTS_MODE = 0o755
 # Every temporary file this module stages begins with it (mkstemp: 0600, O_EXCL, beside its target).
 TEMPORARY_PREFIX = ".gpufabric-"
 
 
-def read_current(path):
-    """(text or None, mode or None) of path as it is now; a directory or other non-file is an error."""
+def read_current(path, with_owner=False):
+    """(text or None, mode or None) of path as it is now, and with with_owner its (uid, gid) or None third; a
+    directory or other non-file is an error."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
-        return None, None
+        return (None, None, None) if with_owner else (None, None)
     if not stat.S_ISREG(info.st_mode):
         raise ValueError("%s exists and is not a regular file" % path)
     with open(path, "rb") as handle:
         data = handle.read()
-    return data.decode("utf-8", errors="surrogateescape"), stat.S_IMODE(info.st_mode)
+    current = (data.decode("utf-8", errors="surrogateescape"), stat.S_IMODE(info.st_mode))
+    return current + ((info.st_uid, info.st_gid),) if with_owner else current
+
+
+def read_all(desired):
+    """{path: read_current(path)} for every desired entry, with the owner where the entry names one."""
+    return {entry["path"]: read_current(entry["path"], with_owner=entry.get("owner") is not None)
+            for entry in desired}
 
 
 def plan(desired, current):
     """The changes that bring the files to desired.
 
-    current maps each path to (text or None, mode or None), as read_current returns. Returns a list of dicts,
-    in the order of desired: path, action (create | replace | mode | remove), before, after, mode, before_mode,
-    secret.
+    current maps each path to (text or None, mode or None[, (uid, gid) or None]), as read_current (read_all)
+    returns. Returns a list of dicts, in the order of desired: path, action (create | replace | mode | owner |
+    remove), before, after, mode, before_mode, owner, before_owner, secret.
     """
     changes = []
     seen = set()
@@ -50,27 +66,34 @@ def plan(desired, current):
         if path in seen:
             raise ValueError("%s is listed twice" % path)
         seen.add(path)
-        before, before_mode = current.get(path, (None, None))
+        before, before_mode, before_owner = (tuple(current.get(path, ())) + (None, None, None))[:3]
         after = entry.get("content")
         if after is None:
             if before is not None:
-                changes.append(_change(entry, "remove", before, None, before_mode))
+                changes.append(_change(entry, "remove", before, None, before_mode, before_owner))
             continue
+        owner = entry.get("owner")
         if before is None:
             action = "create"
         elif before != after:
             action = "replace"
         elif before_mode != entry["mode"]:
             action = "mode"
+        elif owner is not None and before_owner is not None and tuple(before_owner) != tuple(owner):
+            action = "owner"
         else:
             continue
-        changes.append(_change(entry, action, before, after, before_mode))
+        changes.append(_change(entry, action, before, after, before_mode, before_owner))
     return changes
 
 
-def _change(entry, action, before, after, before_mode):
+def _change(entry, action, before, after, before_mode, before_owner):
+    owner = entry.get("owner")
     return {"path": entry["path"], "action": action, "before": before, "after": after,
-            "mode": entry.get("mode"), "before_mode": before_mode, "secret": bool(entry.get("secret"))}
+            "mode": entry.get("mode"), "before_mode": before_mode,
+            "owner": tuple(owner) if owner is not None else None,
+            "before_owner": tuple(before_owner) if before_owner is not None else None,
+            "secret": bool(entry.get("secret"))}
 
 
 def _shown(text, secret):
@@ -89,6 +112,9 @@ def diff_entries(changes):
         if change["action"] == "mode":
             entry["before"] = "(mode only)\n"
             entry["after"] = "mode %04o\n" % change["mode"]
+        elif change["action"] == "owner":
+            entry["before"] = "owner %d:%d\n" % change["before_owner"]
+            entry["after"] = "owner %d:%d\n" % change["owner"]
         entries.append(entry)
     return entries
 
@@ -116,6 +142,49 @@ def write_atomically(path, data, mode, owner=None):
         if os.path.lexists(temporary):
             os.unlink(temporary)
         raise
+    _fsync_directory(os.path.dirname(path) or ".")
+
+
+def append(path, text, mode=0o600):
+    """Add text at the end of the file at path (a log), created with mode when missing; durable when it returns."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), mode)
+    try:
+        os.write(fd, text.encode("utf-8", errors="surrogateescape"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove(path):
+    """Remove the file or link at path, durably; True when there was one."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    _fsync_directory(os.path.dirname(path) or ".")
+    return True
+
+
+def set_attributes(path, mode, owner=None):
+    """Give the existing file or directory at path mode, then owner (uid, gid) when given, its content untouched:
+    the mode first, so that a file readable by others is narrowed before it changes hands."""
+    os.chmod(path, mode)
+    if owner is not None:
+        os.chown(path, owner[0], owner[1])
+
+
+def replace_symlink(path, target):
+    """Point the symbolic link path at target through a link beside it and a rename: a reader sees the old link or
+    the new one, never none."""
+    temporary = os.path.join(os.path.dirname(path), ".gpufabric-%s.link" % os.path.basename(path))
+    remove(temporary)
+    os.symlink(target, temporary)
+    try:
+        os.rename(temporary, path)
+    except BaseException:
+        remove(temporary)
+        raise
+    _fsync_directory(os.path.dirname(path) or ".")
 
 
 def _stage(change):
@@ -124,6 +193,8 @@ def _stage(change):
     try:
         # The mode first: a secret is never readable by others, not even for an instant.
         os.fchmod(fd, change["mode"])
+        if change.get("owner") is not None:
+            os.fchown(fd, change["owner"][0], change["owner"][1])
         with os.fdopen(fd, "wb") as handle:
             handle.write(change["after"].encode("utf-8", errors="surrogateescape"))
             handle.flush()
@@ -138,11 +209,17 @@ def _stage(change):
 
 
 def _fsync_directory(directory):
+    """Make a rename or removal in directory durable (the file's own fsync does not cover its directory entry)."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _fsync_directories(changes):
+    for directory in sorted({os.path.dirname(change["path"]) for change in changes}):
+        _fsync_directory(directory)
 
 
 def make_directory(path, mode, owner=None, parents_mode=None):
@@ -164,28 +241,31 @@ def make_directory(path, mode, owner=None, parents_mode=None):
     return missing[::-1]
 
 
-def apply(changes, validate=None, make_directories=None):
+def apply(changes, validate=None, make_directories=None, after=None):
     """Install the changes; all of them or, on any failure, none.
 
     validate(change, staged_path) runs for every staged file before anything is replaced; it returns a problem
-    text or None. make_directories lists (path, mode) created first (left in place on failure: empty
-    directories hold nothing). Returns the list of validation problems (nothing installed when not empty);
-    raises OSError after restoring the previous files when an install step fails.
+    text or None. make_directories lists (path, mode) created first (missing parents get PARENTS_MODE). after(),
+    when given, runs once every file is in place: an exception from it undoes the whole transaction and is raised
+    again (a check of the installed result, such as a program reading the configuration written with it). Returns
+    the list of validation problems (nothing installed when not empty); raises OSError (or after's exception) after
+    restoring the previous files. Unless everything was installed, the directories this call created are removed
+    again (those left empty).
     """
-    for directory, mode in make_directories or ():
-        make_directory(directory, mode)
-    staged = {}
+    created, staged = [], {}
+    installed = False
     try:
+        for directory, mode in make_directories or ():
+            created += make_directory(directory, mode, parents_mode=PARENTS_MODE)
         for change in changes:
             if change["after"] is not None:
                 staged[change["path"]] = _stage(change)
         problems = []
-        if validate:
-            for change in changes:
-                if change["path"] in staged:
-                    problem = validate(change, staged[change["path"]])
-                    if problem:
-                        problems.append(problem)
+        for change in changes:
+            if validate and change["path"] in staged:
+                problem = validate(change, staged[change["path"]])
+                if problem:
+                    problems.append(problem)
         if problems:
             return problems
         done = []
@@ -194,13 +274,16 @@ def apply(changes, validate=None, make_directories=None):
                 if change["after"] is None:
                     os.unlink(change["path"])
                 else:
-                    os.replace(staged.pop(change["path"]), change["path"])
+                    os.replace(staged[change["path"]], change["path"])
+                    del staged[change["path"]]
                 done.append(change)
+            _fsync_directories(done)
+            if after is not None:
+                after()
         except BaseException:
             _restore(done)
             raise
-        for directory in sorted({os.path.dirname(change["path"]) for change in changes}):
-            _fsync_directory(directory)
+        installed = True
         return []
     finally:
         for temp in staged.values():
@@ -208,6 +291,37 @@ def apply(changes, validate=None, make_directories=None):
                 os.unlink(temp)
             except FileNotFoundError:
                 pass
+        if not installed:
+            for directory in reversed(created):
+                try:
+                    os.rmdir(directory)
+                except OSError:
+                    pass
+
+
+@contextlib.contextmanager
+def staged_directory(directory, changes, inside):
+    """A private copy of directory as the changes (all inside it) would leave it, at <temporary root>/<inside>, for a
+    tool that validates a whole directory (the files it holds now, each new one with its mode); removed on exit.
+    Yields the temporary root (0700)."""
+    root = tempfile.mkdtemp(prefix="gpufabric-stage-")
+    try:
+        target = os.path.join(root, inside)
+        if os.path.isdir(directory):
+            shutil.copytree(directory, target, symlinks=True)
+        else:
+            os.makedirs(target)
+        for change in changes:
+            path = os.path.join(target, os.path.relpath(change["path"], directory))
+            if change["after"] is None:
+                remove(path)
+                continue
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
+                os.fchmod(handle.fileno(), change["mode"])
+                handle.write(change["after"].encode("utf-8", errors="surrogateescape"))
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def check(changes, validate):
@@ -227,7 +341,7 @@ def check(changes, validate):
 
 
 def _restore(done):
-    """Put back the content and mode of every file the failed transaction already changed."""
+    """Put back the content, mode and owner of every file the failed transaction already changed."""
     for change in reversed(done):
         path = change["path"]
         if change["before"] is None:
@@ -236,8 +350,10 @@ def _restore(done):
             except FileNotFoundError:
                 pass
             continue
-        previous = dict(change, after=change["before"], mode=change.get("before_mode") or change["mode"])
+        previous = dict(change, after=change["before"], mode=change.get("before_mode") or change["mode"],
+                        owner=change.get("before_owner"))
         os.replace(_stage(previous), path)
+    _fsync_directories(done)
 
 
 def remove_stale_temporaries(directory, check_mode=False):

@@ -48,3 +48,16 @@ def diff_text(parsed):
     before = "".join("- %s\n" % line for line in parsed["delete"])
     after = "".join("+ %s\n" % line for line in parsed["add"])
     return before, after
+
+
+def enable_daemons(text, names):
+    """The daemons file (/etc/frr/daemons) with NAME=yes for each of names: a NAME= line is set (the last, as
+    watchfrr's shell reading of the file lets the last one win), a missing one is added at the end."""
+    lines = (text or "").splitlines()
+    for name in names:
+        found = [index for index, line in enumerate(lines) if line.startswith(name + "=")]
+        if found:
+            lines[found[-1]] = name + "=yes"
+        else:
+            lines.append(name + "=yes")
+    return "\n".join(lines) + "\n"

@@ -143,6 +143,23 @@ def path_problems(name, value, under=(), exact=(), allow_empty=False, what="path
     return problems
 
 
+# Every role's <role>_verify: when its verification phase runs. One type for all roles since 0.2.0; the booleans
+# some roles took before are deprecated (accepted until 0.3.0): false meant never, true what that role did then,
+# after a change (bonding, cooling, ipsec, nccl) or on every run (routing).
+VERIFY_MODES = ("after_change", "always", "never")
+
+
+def verify_mode(value, name, true_means="after_change"):
+    """The mode a <role>_verify value stands for: after_change, always or never; a deprecated false gives never and
+    a deprecated true gives true_means. Raises ValueError naming the variable for anything else."""
+    if isinstance(value, bool):
+        return true_means if value else "never"
+    if value in VERIFY_MODES:
+        return value
+    raise ValueError("%s: must be after_change, always or never (true and false are deprecated); got %r"
+                     % (name, value))
+
+
 def kind_of(value):
     """What value is, in the words of the inventory (a list, a mapping...), never its content: for messages about a
     value that may hold a secret. (Ansible hands filters its own list and dict types: their class names mean

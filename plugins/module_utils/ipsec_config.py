@@ -3,17 +3,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The ipsec role's files as pure functions: render them, plan the change, say what must be reloaded.
 
-gpufabric.core.ipsec_config writes what these functions return as one transaction; the RoCE report is shared with
-gpufabric.core.swanctl_verify.
+gpufabric.core.ipsec_config writes what these functions return as one file_transaction; the RoCE report is shared
+with gpufabric.core.swanctl_verify.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import os
 import re
 
-from ansible_collections.gpufabric.core.plugins.module_utils.file_transaction import write_atomically
 from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import KEY_EXCHANGE, quote_value
 
 HEADER = "# Managed by gpufabric.core.ipsec_config: local edits are replaced on the next run.\n"
@@ -172,27 +170,23 @@ def render_swanctl_conf(mesh, settings):
     return "\n".join(lines) + "\n"
 
 
-def plan(desired, current):
-    """Which files change and what that needs.
+def file_entries(desired):
+    """file_transaction entries of the desired files ({path: {"content", "mode", "reload"}}), in path order: every
+    file is root's, so a file of another owner is a change (it is rewritten), as a change of mode is."""
+    return [{"path": path, "content": desired[path]["content"], "mode": desired[path]["mode"], "owner": (0, 0)}
+            for path in sorted(desired)]
 
-    desired: {path: {"content": str, "mode": int, "reload": RESTART or LOAD}}; current: {path: {"content": str or
-    None (absent), "mode": int or None, "owner": (uid, gid) or None}}. Returns {"changed": [paths in order],
-    "restart": bool, "load": bool}. A change of owner or mode alone is a change (the file is rewritten).
+
+def reloads(desired, changes):
+    """What the file_transaction changes need from strongSwan: {"restart": bool, "load": bool}.
+
+    Only a changed setting of a RESTART file (the data path plugin, read when charon starts) restarts it; a comment
+    is not a setting, so a new header does not drop every SA. Any change loads the swanctl configuration (a restart
+    loads it too, but --load-all --clear is still needed for the CRL cache).
     """
-    changed = []
-    for path in sorted(desired):
-        want = desired[path]
-        have = current.get(path) or {}
-        if (have.get("content") != want["content"] or have.get("mode") != want["mode"]
-                or have.get("owner") not in (None, (0, 0))):
-            changed.append(path)
-    # A comment is not a setting: a file whose settings stayed the same (a new header) does not drop every SA.
-    restart = any(desired[path]["reload"] == RESTART
-                  and _settings_of(desired[path]["content"]) != _settings_of((current.get(path) or {}).get("content"))
-                  for path in changed)
-    # A restart loads the swanctl configuration too, but --load-all --clear is still needed for the CRL cache.
-    load = bool(changed)
-    return {"changed": changed, "restart": restart, "load": load}
+    restart = any(desired[change["path"]]["reload"] == RESTART
+                  and _settings_of(change["after"]) != _settings_of(change["before"]) for change in changes)
+    return {"restart": restart, "load": bool(changes)}
 
 
 def _settings_of(content):
@@ -200,55 +194,6 @@ def _settings_of(content):
     if content is None:
         return None
     return [line.strip() for line in content.splitlines() if line.strip() and not line.strip().startswith("#")]
-
-
-def diffs(desired, current, changed):
-    """Ansible diff entries (before/after) for the changed files; every file here is public."""
-    return [{"before_header": path, "after_header": path,
-             "before": (current.get(path) or {}).get("content") or "", "after": desired[path]["content"]}
-            for path in changed]
-
-
-def read_current(path):
-    """{"content", "mode", "owner"} of a file; content None when it does not exist."""
-    try:
-        status = os.stat(path)
-        with open(path, "r", encoding="utf-8", errors="replace") as handle:
-            content = handle.read()
-    except FileNotFoundError:
-        return {"content": None, "mode": None, "owner": None}
-    return {"content": content, "mode": status.st_mode & 0o7777, "owner": (status.st_uid, status.st_gid)}
-
-
-def _write_atomically(path, data, mode, owner=(0, 0)):
-    write_atomically(path, data, mode, owner)
-
-
-def apply(desired, current, changed, write=_write_atomically):
-    """Write the changed files, each by temp + rename; on any failure put back every file already written.
-
-    Returns None, or raises the first error after the restore (with the restored paths in its message).
-    """
-    written = []
-    try:
-        for path in changed:
-            directory = os.path.dirname(path)
-            if not os.path.isdir(directory):
-                os.makedirs(directory, 0o755)
-            write(path, desired[path]["content"].encode("utf-8"), desired[path]["mode"])
-            written.append(path)
-    except Exception as error:
-        restored = []
-        for path in reversed(written):
-            before = current.get(path) or {}
-            if before.get("content") is None:
-                os.unlink(path)
-            else:
-                _write_atomically(path, before["content"].encode("utf-8"), before["mode"], before["owner"])
-            restored.append(path)
-        raise OSError("writing %s failed (%s); restored %s" % (
-            path, error, ", ".join(restored) or "nothing (no file had been written)")) from error
-    return None
 
 
 def _selector_networks(selectors):

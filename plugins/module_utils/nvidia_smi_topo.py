@@ -72,11 +72,6 @@ def _numa_nodes(label, column, value):
         raise ParseError(COMMAND, "row %s: %s %r is no list of NUMA nodes (%s)" % (label, column, value, exc)) from None
 
 
-def link_rank(code):
-    """Rank of a GPU-NIC link code, lower is closer; None for codes that are not PCIe paths."""
-    return LINK_RANK.get(code)
-
-
 def _is_known_code(code):
     return code in KNOWN_LINK_CODES or bool(_NVLINK.match(code))
 

@@ -4,7 +4,7 @@
 """The rdma role's host files as one desired state: rendering, module options checked against modinfo, and a
 write of every file as one transaction (all or nothing).
 
-Pure functions except FileTransaction, which touches only the paths it is given. Standard library only.
+Pure functions except apply, which writes through file_transaction and touches only the paths it is given.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 
-from ansible_collections.gpufabric.core.plugins.module_utils.file_transaction import make_directory, write_atomically
+from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
 
 HEADER = "# Managed by gpufabric.core.rdma: changes made here are overwritten.\n"
 
@@ -176,91 +175,31 @@ def desired_files(spec):
 # ---------------------------------------------------------------- planning and the transaction
 
 
-def _read_current(path):
-    """(text or None, mode or None) of a regular file; a non-file (directory, link to one) reads as other."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return None, None
-    if not stat.S_ISREG(info.st_mode):
-        return "", None
-    with open(path, encoding="utf-8", errors="surrogateescape") as handle:
-        return handle.read(), stat.S_IMODE(info.st_mode)
-
-
 def plan_changes(files, absent):
-    """[{path, state: write|remove, before, after, mode}] for the files that differ from the host, by path."""
-    changes = []
-    for path in sorted(files):
-        text, mode = files[path]
-        before, current_mode = _read_current(path)
-        if before != text or current_mode != mode:
-            changes.append({"path": path, "state": "write", "before": before, "after": text, "mode": mode,
-                            "before_mode": current_mode})
-    for path in sorted(absent):
-        before, current_mode = _read_current(path)
-        if before is not None:
-            changes.append({"path": path, "state": "remove", "before": before, "after": None, "mode": None,
-                            "before_mode": current_mode})
+    """file_transaction changes for the files that differ from the host, in path order, writes before removals; each
+    also says its state (write or remove). Every file is root's when the module runs as root. Raises ValueError
+    when a path exists and is not a regular file."""
+    owner = (0, 0) if os.geteuid() == 0 else None
+    desired = [{"path": path, "content": files[path][0], "mode": files[path][1], "owner": owner}
+               for path in sorted(files)]
+    desired += [{"path": path, "content": None, "mode": 0o644} for path in sorted(absent)]
+    changes = ft.plan(desired, ft.read_all(desired))
+    for change in changes:
+        change["state"] = "remove" if change["after"] is None else "write"
     return changes
 
 
 def diff_of(changes):
     """Ansible's diff list: one before/after pair per changed file."""
-    return [{"before_header": change["path"], "after_header": change["path"],
-             "before": change["before"] or "", "after": change["after"] or ""} for change in changes]
+    return ft.diff_entries(changes)
 
 
-def _atomic_write(path, text, mode):
-    write_atomically(path, text.encode("utf-8", errors="surrogateescape"), mode,
-                     (0, 0) if os.geteuid() == 0 else None)
-
-
-class FileTransaction:
-    """Apply planned changes all or nothing: each file written to a temporary file beside it and renamed over
-    it; when one step fails, every file already replaced gets its previous content and mode back, files that
-    did not exist are removed again, and so are directories created for them."""
-
-    def __init__(self, changes):
-        self.changes = changes
-        self.done = []
-        self.created_dirs = []
-
-    def apply(self, after=None):
-        """Write every change, then run after() (a check of the result); roll back when anything raises."""
-        try:
-            for change in self.changes:
-                if change["state"] == "write":
-                    self.created_dirs += make_directory(os.path.dirname(change["path"]), 0o755, parents_mode=0o755)
-                    _atomic_write(change["path"], change["after"], change["mode"])
-                else:
-                    os.unlink(change["path"])
-                self.done.append(change)
-            if after is not None:
-                after()
-        except BaseException:
-            self.rollback()
-            raise
-
-    def rollback(self):
-        """Undo what apply did, newest first; returns the paths that could not be restored."""
-        failed = []
-        for change in reversed(self.done):
-            try:
-                if change["before"] is None:
-                    if os.path.lexists(change["path"]):
-                        os.unlink(change["path"])
-                else:
-                    _atomic_write(change["path"], change["before"], change["before_mode"] or 0o644)
-            except OSError:
-                failed.append(change["path"])
-        for directory in reversed(self.created_dirs):
-            try:
-                os.rmdir(directory)
-            except OSError:
-                pass
-        self.done = []
-        return failed
+def apply(changes, after=None):
+    """Write every change as one file_transaction, then run after() (a check of the result): when anything fails
+    or after() raises, every file gets its previous content, mode and owner back, files that did not exist are
+    removed again, and so are the directories created for them (0755)."""
+    directories = sorted({os.path.dirname(change["path"]) for change in changes if change["after"] is not None})
+    ft.apply(changes, make_directories=[(directory, 0o755) for directory in directories], after=after)
 
 
 # ---------------------------------------------------------------- reboot reasons

@@ -18,7 +18,6 @@ from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import
 
 LIST_SAS = "swanctl --list-sas"
 INITIATE = "swanctl --initiate"
-VERSION = "swanctl --version"
 
 # "gf-node2: #1, ESTABLISHED, IKEv2, 2fba2f9956ec43b9_i* 34ccdc0dc5f2b239_r"
 _IKE_HEADER = re.compile(
@@ -39,7 +38,6 @@ _TRAFFIC = re.compile(
 )
 _SECONDS = re.compile(r"(established|installed|rekeying in|reauth in|expires in) (\d+)s")
 _TS = re.compile(r"^(?P<side>local|remote) +(?P<ts>.+)$")
-_VERSION = re.compile(r"strongSwan swanctl (?P<version>\d+(?:\.\d+)+)")
 # Key exchange transforms in the algorithm lists: the classical group ("ECP_384", "MODP_3072", "CURVE_25519",
 # "ECP_256_BP") and, from strongSwan 6.0, each additional key exchange of RFC 9370 as KE<n>_<name>
 # ("KE1_ML_KEM_768"). A post-quantum one may also stand alone in the first slot ("ML_KEM_768").
@@ -261,16 +259,6 @@ def _parse_child_line(child, body, number):
         child[selectors.group("side") + "_ts"] = selectors.group("ts").split()
         return
     raise ParseError(LIST_SAS, "line %d of CHILD SA %s is not understood: %r" % (number, child["name"], body))
-
-
-def parse_version(text):
-    """Return the strongSwan version ("5.9.8") from `swanctl --version` output."""
-    lines = clean_lines(text, VERSION)
-    for line in lines:
-        match = _VERSION.search(line)
-        if match:
-            return match.group("version")
-    raise ParseError(VERSION, "no 'strongSwan swanctl <version>' line found")
 
 
 def encryption_names(proposals):

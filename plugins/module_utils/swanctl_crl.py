@@ -29,12 +29,6 @@ except ImportError as exc:  # the module reports it with missing_required_lib
     HAS_CRYPTOGRAPHY = False
     CRYPTOGRAPHY_IMPORT_ERROR = exc
 
-REASONS = {
-    "unspecified": "unspecified",
-    "key_compromise": "key_compromise",
-    "superseded": "superseded",
-    "cessation_of_operation": "cessation_of_operation",
-}
 DIGESTS = ("sha256", "sha384", "sha512")
 
 

@@ -4,8 +4,10 @@
 """Bring a systemd unit to the state a desired-state module wants, with systemctl, reporting what was done.
 
 run is a function from an argv list to (rc, stdout, stderr), as AnsibleModule.run_command. In check mode nothing is
-run but the queries, and the actions that would be taken are returned. Shared by the modules that own units
-(ipsec_config, bond_config, cooling_config, rdma_config), so that each asks systemd the same way.
+run but the queries, and the actions that would be taken are returned. The one way the collection asks systemd:
+shared by the modules that own units (ipsec_config, bond_config, cooling_config, rdma_config, frr_config) and by
+the host programs (the bonding role's gpufabric-bonding-activate installs this file unchanged beside its own code).
+Standard library only, no imports from the collection.
 """
 
 from __future__ import annotations
@@ -16,11 +18,8 @@ class UnitError(Exception):
 
 
 def _act(run, check_mode, verb, unit):
-    if check_mode:
-        return
-    rc, out, err = run(["systemctl", verb, unit])
-    if rc != 0:
-        raise UnitError("systemctl %s %s failed: %s (journalctl -u %s)" % (verb, unit, (err or out).strip(), unit))
+    if not check_mode:
+        _run_verb(run, [verb], unit)
 
 
 def _manager(run, verb, check_mode):
@@ -40,6 +39,45 @@ def daemon_reexec(run, check_mode=False):
     """Re-execute systemd, so that a changed system.conf drop-in (a limit for every service) applies. Returns
     ["daemon-reexec"]; raises UnitError."""
     return _manager(run, "daemon-reexec", check_mode)
+
+
+def start(run, unit, no_block=False):
+    """Start the unit (no_block: queue the start job and return at once, as the rollback's revert-now does).
+    Raises UnitError."""
+    _run_verb(run, ["start", "--no-block"] if no_block else ["start"], unit)
+
+
+def run_transient(run, unit, argv, description):
+    """Run argv as the transient service unit (systemd-run --no-block --collect): it outlives the caller and its
+    connection, and its unit is gone once it ends. Raises UnitError naming the unit."""
+    rc, out, err = run(["systemd-run", "--unit", unit, "--no-block", "--collect", "--description", description]
+                       + list(argv))
+    if rc != 0:
+        raise UnitError("systemd-run --unit %s failed: %s" % (unit, (err or out).strip()))
+
+
+def stop(run, unit):
+    """Stop the unit. Raises UnitError (a unit systemd does not know is an error too: rc 5)."""
+    _run_verb(run, ["stop"], unit)
+
+
+def reset_failed(run, unit):
+    """Forget a failed state of the unit, so that it can run again under its name; never an error (a unit that is
+    not failed, or not loaded, has nothing to reset)."""
+    run(["systemctl", "reset-failed", unit])
+
+
+def unit_property(run, unit, name):
+    """The value of one property of the unit (systemctl show -p NAME --value), or "" when systemctl cannot say."""
+    rc, out, dummy = run(["systemctl", "show", "-p", name, "--value", unit])
+    return out.strip() if rc == 0 else ""
+
+
+def _run_verb(run, verb, unit):
+    rc, out, err = run(["systemctl"] + verb + [unit])
+    if rc != 0:
+        raise UnitError("systemctl %s %s failed: %s (journalctl -u %s)"
+                        % (" ".join(verb), unit, (err or out).strip(), unit))
 
 
 def is_enabled(run, unit):

@@ -14,8 +14,8 @@ import ipaddress
 import json
 import os
 import re
-import tempfile
 
+from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
 from ansible_collections.gpufabric.core.plugins.module_utils import sysfs as sysfs_utils
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
 from ansible_collections.gpufabric.core.plugins.module_utils.frr_status import FrrStatusError, parse_bgp_summary
@@ -785,42 +785,24 @@ def _layout_files(directory):
 def write_capture(directory, sources, check_mode=False):
     """Write the raw sources into directory; return the relative paths written or removed.
 
-    Files are replaced atomically and only when their content differs. Layout files left from an earlier
-    capture that this one did not read are removed, so that the snapshot never mixes two states of the
-    host; other files in directory are left alone. In check mode nothing is written and the would-be
-    changes are returned.
+    One file_transaction: files are replaced atomically and only when their content differs, and layout files left
+    from an earlier capture that this one did not read are removed, so that the snapshot never mixes two states of
+    the host (a failure half-way puts the earlier capture back); other files in directory are left alone. In check
+    mode nothing is written and the would-be changes are returned.
     """
     wanted = snapshot_files(sources)
-    changed = []
     root = os.path.normpath(directory)
+    desired = []
     for relpath, content in sorted(wanted.items()):
         # sysfs names never hold "..", but a snapshot path must stay inside directory whatever it is given.
         path = os.path.normpath(os.path.join(root, relpath))
         if not path.startswith(root + os.sep):
             raise ValueError("refusing to write %s outside %s" % (relpath, directory))
-        try:
-            with open(path, "r", encoding="utf-8", errors="replace") as handle:
-                if handle.read() == content:
-                    continue
-        except OSError:
-            pass
-        changed.append(relpath)
-        if check_mode:
-            continue
-        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-        handle, tmp_path = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".capture-")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                stream.write(content)
-            os.chmod(tmp_path, 0o644)
-            os.replace(tmp_path, path)
-        except BaseException:
-            if os.path.exists(tmp_path):
-                os.unlink(tmp_path)
-            raise
+        desired.append({"path": path, "content": content, "mode": 0o644})
     stale = sorted(_layout_files(root) - set(wanted)) if os.path.isdir(root) else []
-    for relpath in stale:
-        changed.append(relpath)
-        if not check_mode:
-            os.unlink(os.path.join(root, relpath))
-    return changed
+    desired += [{"path": os.path.join(root, relpath), "content": None, "mode": 0o644} for relpath in stale]
+    changes = ft.plan(desired, ft.read_all(desired))
+    if changes and not check_mode:
+        directories = sorted({os.path.dirname(change["path"]) for change in changes if change["after"] is not None})
+        ft.apply(changes, make_directories=[(path, 0o755) for path in directories])
+    return sorted(os.path.relpath(change["path"], root).replace(os.sep, "/") for change in changes)

@@ -32,11 +32,15 @@ description:
     C(gpufabric.core.bonding) does this.
   - Owns only its own files (O(file_prefix) in O(config_dir)); files of the same prefix that the configuration no
     longer needs are removed.
-  - Given O(helper_content), it also installs the activation and rollback helper at O(helper) (owner root, mode
-    0755, missing directories created 0755) when it is missing or different, and, when O(activate) is true, makes
-    sure the backend's O(service) is enabled and running. Both happen under the lock, after the configuration
-    passed validation and before the rollback is armed and the configuration activated; a refused or invalid run
-    touches neither.
+  - Given O(helper_package), it also installs the activation and rollback helper (the host program
+    C(gpufabric-bonding-activate) at O(helper) and its package in O(helper_lib_dir), owner root, missing
+    directories created 0755) when it is missing or different, and, when O(activate) is true, makes sure the
+    backend's O(service) is enabled and running. Both happen under the lock, after the configuration passed
+    validation and before the rollback is armed and the configuration activated; a refused or invalid run touches
+    neither.
+  - Every file (configuration, backups, rollback units, the helper) is written through the collection's
+    file_transaction (fsync, atomic rename; the configuration files all or none), systemd is asked through its
+    systemd_units.
 requirements:
   - PyYAML on the host for the C(netplan) backend (Debian and Ubuntu C(python3-yaml), which netplan.io depends on)
 author:
@@ -114,13 +118,19 @@ options:
     description: Path of the activation and rollback helper (C(gpufabric-bonding-activate)) the rollback units run.
     type: path
     default: /usr/local/libexec/gpufabric-bonding-activate
-  helper_content:
+  helper_package:
     description:
-      - Content of the helper, written to O(helper) (owner root, mode 0755) when the file is missing or different,
-        before anything uses it; the role passes its file C(gpufabric-bonding-activate). Listed in RV(changes) and
-        the diff, outside the transaction (a rollback does not remove it).
+      - The helper's Python package, file name to content, installed (mode 0644) as C(gpufabric_bonding) in
+        O(helper_lib_dir) beside the command O(helper) (mode 0755) that runs it, when missing or different, before
+        anything uses them. The role passes the collection's C(bonding_activate.py), C(bonding_transaction.py),
+        C(file_transaction.py) and C(systemd_units.py) as they are. Listed in RV(changes) and the diff, outside the
+        transaction (a rollback does not remove it).
       - Not given, the helper must already be installed at O(helper).
-    type: str
+    type: dict
+  helper_lib_dir:
+    description: Directory of the helper's package (C(<helper_lib_dir>/gpufabric_bonding)).
+    type: path
+    default: /usr/local/lib/gpufabric-bonding
   service:
     description:
       - The backend's systemd unit (C(systemd-networkd.service), C(NetworkManager.service)), enabled and started
@@ -174,8 +184,11 @@ EXAMPLES = r"""
         link: bond0
         addresses: [10.200.0.11/24]
     rollback_timeout: 180
-    helper_content: "{{ lookup('ansible.builtin.file', 'gpufabric-bonding-activate', rstrip=false) }}"
+    helper_package: "{{ dict(names | zip(query('ansible.builtin.file', *paths, rstrip=false))) }}"
     service: systemd-networkd.service
+  vars:
+    names: [bonding_activate.py, bonding_transaction.py, file_transaction.py, systemd_units.py]
+    paths: "{{ names | map('regex_replace', '^', '/path/to/ansible_collections/gpufabric/core/plugins/module_utils/') }}"
   register: bond_change
 
 - name: Confirm the change once the host is reachable again
@@ -193,8 +206,8 @@ files:
   sample: [/etc/systemd/network/10-gpufabric-bond0.netdev, /etc/systemd/network/10-gpufabric-bond0.network]
 changes:
   description:
-    - Files created, replaced or removed (or that would be, in check mode); the helper first when it changes
-      (action C(create), C(replace), C(mode) or C(owner)).
+    - Files created, replaced or removed (or that would be, in check mode); the helper's files first when they
+      change (action C(create), C(replace), C(mode) or C(owner)).
   returned: always
   type: list
   elements: dict
@@ -206,8 +219,8 @@ checksums_before:
   type: dict
   sample: {/etc/systemd/network/10-gpufabric-bond0.netdev: null}
 helper_action:
-  description: What was done to the helper O(helper) (or would be, in check mode); empty when it was as wanted or
-    O(helper_content) was not given.
+  description: What was done to the first changed file of the helper (or would be, in check mode); empty when the
+    helper was as wanted or O(helper_package) was not given.
   returned: always
   type: str
   sample: create
@@ -265,8 +278,6 @@ topology_changed:
 """
 
 import os
-import shutil
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -280,7 +291,8 @@ from ansible_collections.gpufabric.core.plugins.module_utils import bonding_rend
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_nm as brm
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_transaction as bt
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_validate as bv
-from ansible_collections.gpufabric.core.plugins.module_utils.systemd_units import UnitError
+from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
 
 BACKEND_DEFAULTS = {
     "networkd": {"config_dir": "/etc/systemd/network", "file_prefix": "10-gpufabric-", "mode": 0o644},
@@ -328,32 +340,27 @@ def owned(backend, name, prefix):
 
 
 def read_owned(backend, directory, prefix):
+    """{file name: (text, mode, owner)} of the files this module owns in directory."""
     files = {}
     if not os.path.isdir(directory):
         return files
     for name in sorted(os.listdir(directory)):
         path = os.path.join(directory, name)
-        if os.path.isfile(path) and owned(backend, name, prefix):
-            with open(path, "rb") as handle:
-                files[name] = to_text(handle.read(), errors="surrogate_or_strict")
+        if os.path.isfile(path) and not os.path.islink(path) and owned(backend, name, prefix):
+            files[name] = ft.read_current(path, with_owner=True)
     return files
 
 
-def stage_directory(directory, changes, target, mode):
-    """Copy of directory as it will be after the changes (new files with the mode they are installed with), for the
-    validators."""
-    if os.path.isdir(directory):
-        shutil.copytree(directory, target, symlinks=True, dirs_exist_ok=True)
-    else:
-        os.makedirs(target)
+def file_changes(changes, directory, mode, current):
+    """bonding_plan's changes (by file name) as file_transaction changes (by path), each new file with mode and
+    each old one with the mode and owner it has, so that an undo puts them back."""
+    result = []
     for change in changes:
-        path = os.path.join(target, change["name"])
-        if change["after"] is None:
-            os.unlink(path)
-        else:
-            with open(path, "w") as handle:
-                handle.write(change["after"])
-            os.chmod(path, mode)
+        dummy, before_mode, before_owner = current.get(change["name"], (None, None, None))
+        result.append({"path": os.path.join(directory, change["name"]), "action": change["action"],
+                       "before": change["before"], "after": change["after"], "mode": mode,
+                       "before_mode": before_mode, "owner": None, "before_owner": before_owner, "secret": False})
+    return result
 
 
 class Validator:
@@ -372,6 +379,7 @@ class Validator:
         return ["%s; install it or set validate=false to rely on this module's own checks only" % why]
 
     def run(self, changes):
+        """changes: file_transaction changes, every one inside the configuration directory."""
         if self.backend == "networkd":
             return self.networkd(changes)
         if self.backend == "netplan":
@@ -383,13 +391,8 @@ class Validator:
         netplan = self.module.get_bin_path("netplan")
         if not netplan:
             return self.unavailable("netplan is not installed")
-        root = tempfile.mkdtemp(prefix="gpufabric-netplan-")
-        try:
-            stage_directory(self.directory, changes, os.path.join(root, self.directory.lstrip("/")),
-                            BACKEND_DEFAULTS["netplan"]["mode"])
+        with ft.staged_directory(self.directory, changes, self.directory.lstrip("/")) as root:
             rc, out, err = self.module.run_command([netplan, "generate", "--root-dir", root])
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
         self.result.update(ran=True, output=(out + err).strip())
         if rc != 0:
             return ["netplan generate rejected the configuration: %s" % (err or out).strip()]
@@ -401,14 +404,10 @@ class Validator:
         unshare = self.module.get_bin_path("unshare")
         if not binary or not unshare:
             return self.unavailable("systemd-networkd or unshare is not available")
-        stage = tempfile.mkdtemp(prefix="gpufabric-networkd-")
-        try:
-            stage_directory(self.directory, changes, os.path.join(stage, "network"), BACKEND_DEFAULTS["networkd"]["mode"])
+        with ft.staged_directory(self.directory, changes, "network") as stage:
             rc, out, err = self.module.run_command([unshare, "--mount", "--net", "/bin/sh", "-c", _NETWORKD_SANDBOX,
                                                     "sandbox", os.path.join(stage, "network"), NETWORKD_DIR, binary])
             output = out + err
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
         self.result.update(ran=True, output=output.strip())
         if "Enumeration completed" not in output:
             return ["systemd-networkd could not be run in an isolated namespace to validate the files (it needs "
@@ -431,44 +430,44 @@ class Validator:
         for change in changes:
             if change["after"] is None:
                 continue
-            profile_id = change["name"][:-len(".nmconnection")]
+            name = os.path.basename(change["path"])
+            profile_id = name[:-len(".nmconnection")]
             # Setting the id to its own value makes nmcli read, normalise and print the keyfile, offline.
             rc, out, err = self.module.run_command([nmcli, "--offline", "connection", "modify", "connection.id",
                                                     profile_id], data=change["after"], binary_data=True)
-            outputs.append("%s: rc=%d %s" % (change["name"], rc, err.strip()))
+            outputs.append("%s: rc=%d %s" % (name, rc, err.strip()))
             if rc != 0 and "offline" in err.lower() and "unknown" in err.lower():
                 return self.unavailable("nmcli is older than 1.42 and has no --offline mode")
             if rc != 0:
-                problems.append("nmcli rejected %s: %s" % (change["name"], (err or out).strip()))
+                problems.append("nmcli rejected %s: %s" % (name, (err or out).strip()))
                 continue
-            problems.extend("%s: %s" % (change["name"], problem)
+            problems.extend("%s: %s" % (name, problem)
                             for problem in brm.keyfile_dropped_settings(change["after"], out))
         self.result.update(ran=True, output="\n".join(outputs))
         return problems
 
 
-def systemctl(module, *args):
-    return module.run_command(["systemctl"] + list(args))
-
-
 class Transaction:
-    def __init__(self, module, backend, directory, changes, mode, path):
-        self.module = module
+    """One change's directory in the state directory: what the helper needs to activate, undo or confirm it."""
+
+    def __init__(self, backend, directory, changes, files, path):
         self.backend = backend
         self.directory = directory
         self.changes = changes
-        self.mode = mode
+        self.files = files
         self.path = path
-        self.installed = []
 
     def write_state(self):
         self.put("backend", self.backend + "\n")
         self.put("config_dir", self.directory + "\n")
-        manifest = bp.manifest_text(self.changes, self.directory)
-        for line, change in zip(manifest.splitlines(), self.changes):
+        manifest = bt.manifest_text(self.changes, self.directory)
+        for line, change in zip(manifest.splitlines(), self.files):
             backup = line.split("\t")[2]
             if backup != "-":
-                shutil.copy2(os.path.join(self.directory, change["name"]), os.path.join(self.path, "files", backup))
+                # The previous file as it was, with its mode and owner: what the helper puts back.
+                ft.write_atomically(os.path.join(self.path, "files", backup),
+                                    change["before"].encode("utf-8", errors="surrogateescape"),
+                                    change["before_mode"], owner=change["before_owner"])
         if self.backend == "networkd":
             apply, revert = bp.networkd_netdevs_to_delete(self.changes)
             self.put("apply.delete", "".join(name + "\n" for name in apply))
@@ -478,98 +477,45 @@ class Transaction:
             self.put("apply.up", "".join(name + "\n" for name in apply))
             self.put("revert.up", "".join(name + "\n" for name in revert))
         # The manifest last: the helper treats a transaction without one as empty.
-        self.put(bp.MANIFEST, manifest)
+        self.put(bt.MANIFEST, manifest)
 
     def put(self, name, text):
-        with open(os.path.join(self.path, name), "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        ft.write_atomically(os.path.join(self.path, name), text.encode("utf-8", errors="surrogateescape"), 0o600)
 
     def install(self):
-        os.makedirs(self.directory, mode=0o755, exist_ok=True)
-        for change in self.changes:
-            path = os.path.join(self.directory, change["name"])
-            if change["after"] is None:
-                os.unlink(path)
-            else:
-                handle, temp = tempfile.mkstemp(dir=self.directory, prefix=".gpufabric-")
-                with os.fdopen(handle, "w") as stream:
-                    stream.write(change["after"])
-                os.chmod(temp, self.mode)
-                self.module.atomic_move(temp, path)
-                os.chmod(path, self.mode)
-            self.installed.append(change)
-
-    def undo_files(self):
-        """Put back the files already touched, when the install itself fails half-way."""
-        for change in reversed(self.installed):
-            path = os.path.join(self.directory, change["name"])
-            if change["before"] is None:
-                if os.path.exists(path):
-                    os.unlink(path)
-            else:
-                with open(path, "w") as handle:
-                    handle.write(change["before"])
-
-
-def write_file(path, text, mode=0o644):
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o755, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=directory, prefix=".gpufabric-")
-    with os.fdopen(handle, "w") as stream:
-        stream.write(text)
-        stream.flush()
-        os.fsync(stream.fileno())
-    os.chmod(temp, mode)
-    os.rename(temp, path)
-
-
-def remove_units(module):
-    """Stop and remove the persistent rollback units (they belong to one transaction only)."""
-    systemctl(module, "stop", bt.ROLLBACK_UNIT + ".timer")
-    for path in list(bt.rollback_units("-", "-", 0, "-")) + [bt.boot_wants_link()]:
-        if os.path.lexists(path):
-            os.unlink(path)
-    systemctl(module, "daemon-reload")
+        """The new files as one file_transaction: on a failure the files already written are put back."""
+        ft.apply(self.files, make_directories=[(self.directory, 0o755)])
 
 
 def arm_rollback(module, hosts, transaction, record):
     """Write the pending marker and the persistent units, then start the timer. Returns an error or None."""
-    helper, timeout = module.params["helper"], module.params["rollback_timeout"]
+    run = module.run_command
     hosts.write_pending(record)
     try:
-        for path, text in bt.rollback_units(helper, transaction.path, timeout, record["id"]).items():
-            write_file(path, text)
-        link = bt.boot_wants_link()
-        os.makedirs(os.path.dirname(link), mode=0o755, exist_ok=True)
-        if os.path.lexists(link):
-            os.unlink(link)
-        os.symlink(os.path.join(bt.UNIT_DIR, bt.BOOT_UNIT + ".service"), link)
+        bt.install_units(module.params["helper"], transaction.path, module.params["rollback_timeout"], record["id"])
     except (IOError, OSError) as error:
         return "could not write the rollback units in %s: %s" % (bt.UNIT_DIR, to_text(error))
     for unit in (bt.ROLLBACK_UNIT + ".timer", bt.ROLLBACK_UNIT + ".service", bt.APPLY_UNIT + ".service"):
-        systemctl(module, "reset-failed", unit)
-    rc, out, err = systemctl(module, "daemon-reload")
-    if rc == 0:
-        rc, out, err = systemctl(module, "start", bt.ROLLBACK_UNIT + ".timer")
-    if rc != 0:
-        return "could not arm the rollback timer (systemctl): %s" % (err or out).strip()
+        su.reset_failed(run, unit)
+    try:
+        su.daemon_reload(run)
+        su.start(run, bt.ROLLBACK_UNIT + ".timer")
+    except su.UnitError as error:
+        return "could not arm the rollback timer: %s" % to_text(error)
     return None
 
 
 def disarm_after_failure(module, hosts, transaction):
-    remove_units(module)
+    bt.remove_units(module.run_command)
     hosts.clear_pending(transaction.path)
 
 
 def start_activation(module, transaction):
-    rc, out, err = module.run_command([
-        "systemd-run", "--unit", bt.APPLY_UNIT, "--no-block", "--collect",
-        "--description", "gpufabric.core.bonding: activate the new network configuration",
-        module.params["helper"], "apply", transaction.path])
-    if rc != 0:
-        return "could not start the activation (systemd-run): %s" % (err or out).strip()
+    try:
+        su.run_transient(module.run_command, bt.APPLY_UNIT, [module.params["helper"], "apply", transaction.path],
+                         "gpufabric.core.bonding: activate the new network configuration")
+    except su.UnitError as error:
+        return "could not start the activation: %s" % to_text(error)
     return None
 
 
@@ -580,17 +526,17 @@ def refuse_if_busy(module, hosts, result):
     except bt.TransactionBusy as error:
         module.fail_json(msg=to_text(error), pending=hosts.pending(), **result)
     if finished and not module.check_mode:
-        remove_units(module)
+        bt.remove_units(module.run_command)
         hosts.clear_pending(finished["directory"])
     if module.get_bin_path("systemctl"):
         # A transient timer armed by an older version of this module keeps no pending marker.
-        rc, out, dummy = systemctl(module, "is-active", bt.ROLLBACK_UNIT + ".timer")
-        if out.strip() == "active":
-            rc, out, dummy = systemctl(module, "show", "-p", "NextElapseUSecRealtime", bt.ROLLBACK_UNIT + ".timer")
+        timer = bt.ROLLBACK_UNIT + ".timer"
+        if su.is_active(module.run_command, timer):
             module.fail_json(msg="A previous bonding change on this host is still waiting for confirmation and "
-                                 "will be reverted by %s.timer (%s). Wait until it has fired (systemctl list-timers "
-                                 "%s.timer), then run again." % (bt.ROLLBACK_UNIT, out.strip(), bt.ROLLBACK_UNIT),
-                             **result)
+                                 "will be reverted by %s (next elapse: %s). Wait until it has fired (systemctl "
+                                 "list-timers %s), then run again."
+                                 % (timer, su.unit_property(module.run_command, timer, "NextElapseUSecRealtime"),
+                                    timer), **result)
 
 
 def main():
@@ -610,7 +556,8 @@ def main():
             rollback_timeout=dict(type="int", default=180),
             state_dir=dict(type="path", default="/var/lib/gpufabric/bonding"),
             helper=dict(type="path", default="/usr/local/libexec/gpufabric-bonding-activate"),
-            helper_content=dict(type="str"),
+            helper_package=dict(type="dict"),
+            helper_lib_dir=dict(type="path", default=bpr.LIB_DIR),
             service=dict(type="str", default=""),
             run_label=dict(type="str", default=""),
             lock_timeout=dict(type="int", default=30),
@@ -666,26 +613,32 @@ def main():
     if os.path.isdir(params["state_dir"]):
         refuse_if_busy(module, hosts, result)
 
-    current = read_owned(backend, directory, prefix)
-    changes = bp.plan_changes(current, desired)
-    config_changes = [{"action": c["action"], "path": os.path.join(directory, c["name"])} for c in changes]
-    helper = None
-    if params["helper_content"] is not None:
+    try:
+        current = read_owned(backend, directory, prefix)
+    except (ValueError, OSError) as error:
+        module.fail_json(msg="Cannot read %s: %s" % (directory, to_text(error)), **result)
+    changes = bp.plan_changes(dict((name, entry[0]) for name, entry in current.items()), desired)
+    files = file_changes(changes, directory, defaults["mode"], current)
+    config_changes = [{"action": c["action"], "path": c["path"]} for c in files]
+    helper = []
+    if params["helper_package"] is not None:
+        problems = bpr.package_problems(params["helper_package"])
+        if problems:
+            module.fail_json(msg="; ".join(problems), **result)
         try:
-            helper = bpr.plan_helper(params["helper"], params["helper_content"])
+            helper = bpr.plan_helper(params["helper"], params["helper_lib_dir"], params["helper_package"])
         except (ValueError, OSError) as error:
             module.fail_json(msg="Cannot install the helper: %s" % to_text(error), **result)
-    helper_changes = [{"action": helper["action"], "path": helper["path"]}] if helper else []
-    result["changes"] = helper_changes + config_changes
-    result["checksums_before"] = {os.path.join(directory, c["name"]): bp.sha1(c["before"]) for c in changes}
-    result["helper_action"] = helper["action"] if helper else ""
+    result["changes"] = ft.summary(helper) + config_changes
+    result["checksums_before"] = {c["path"]: bp.sha1(c["before"]) for c in files}
+    result["helper_action"] = helper[0]["action"] if helper else ""
     if module._diff:
-        result["diff"] = ([bpr.helper_diff(helper)] if helper else []) + bp.diff_entries(changes, directory)
+        result["diff"] = ft.diff_entries(helper) + bp.diff_entries(changes, directory)
     result["changed"] = bool(result["changes"])
 
     if changes and params["validate"]:
         validator = Validator(module, backend, directory, list(desired))
-        problems = validator.run(changes)
+        problems = validator.run(files)
         result["validation"] = validator.result
         for warning in validator.result["warnings"]:
             module.warn(warning)
@@ -697,7 +650,7 @@ def main():
     # service runs before the configuration is activated.
     if helper and not module.check_mode:
         try:
-            bpr.install_helper(helper)
+            bpr.install_helper(helper, params["helper"], params["helper_lib_dir"])
         except (IOError, OSError) as error:
             result["changed"] = False
             module.fail_json(msg="Writing the helper %s failed (%s); nothing was changed"
@@ -705,7 +658,7 @@ def main():
     try:
         result["service_actions"] = bpr.service_actions(module.run_command, params["service"], params["activate"],
                                                         check_mode=module.check_mode)
-    except UnitError as error:
+    except su.UnitError as error:
         result["changed"] = bool(helper)
         module.fail_json(msg="%s; no configuration file was changed" % to_text(error), **result)
     result["changed"] = result["changed"] or bool(result["service_actions"])
@@ -714,7 +667,7 @@ def main():
 
     started = time.time()
     tx_id = bt.transaction_id(started, os.urandom(4).hex())
-    transaction = Transaction(module, backend, directory, changes, defaults["mode"], hosts.new_transaction(tx_id))
+    transaction = Transaction(backend, directory, changes, files, hosts.new_transaction(tx_id))
     transaction.write_state()
     result["transaction"] = transaction.path
     if params["activate"]:
@@ -735,7 +688,6 @@ def main():
     try:
         transaction.install()
     except (IOError, OSError) as error:
-        transaction.undo_files()
         if result["rollback_armed"]:
             disarm_after_failure(module, hosts, transaction)
         module.fail_json(msg="Writing %s failed (%s); the files already written were restored and nothing was "

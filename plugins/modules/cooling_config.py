@@ -238,7 +238,7 @@ def main():
     desired = cf.desired_files(params)
     directory_changes = _directory_changes(cf.directories(params))
     try:
-        current = {entry["path"]: ft.read_current(entry["path"]) for entry in desired}
+        current = ft.read_all(desired)
         changes = ft.plan(desired, current)
     except (OSError, ValueError) as exc:
         module.fail_json(msg="Nothing was changed: %s" % exc)
@@ -255,7 +255,7 @@ def main():
         try:
             for change in directory_changes:
                 if change["action"] == "mode":
-                    os.chmod(change["path"], change["mode"])
+                    ft.set_attributes(change["path"], change["mode"])
             problems = ft.apply(changes, make_directories=[(c["path"], c["mode"]) for c in directory_changes
                                                            if c["action"] != "mode"])
         except OSError as exc:

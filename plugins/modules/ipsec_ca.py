@@ -276,7 +276,7 @@ def _keep_ca(module, params, folders, check, now):
         elif os.path.exists(params["crl_path"]) and os.stat(params["crl_path"]).st_mode & 0o7777 != _PUBLIC_MODE:
             changed = True
             if not check:
-                os.chmod(params["crl_path"], _PUBLIC_MODE)
+                file_transaction.set_attributes(params["crl_path"], _PUBLIC_MODE)
         result.update(plan, changed=changed, msg=_crl_summary(plan),
                       ca_certificate=ipsec_ca.certificate_pem(certificate).decode("ascii"))
     if module._diff and diff:

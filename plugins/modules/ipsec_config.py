@@ -14,11 +14,12 @@ description:
   - Renders the swanctl connections of one host of an IKEv2 mesh (from the result of the
     C(gpufabric.core.swanctl_mesh) filter) and the charon settings of the ESP data path, and writes them together
     with the CA certificate, the CRL and, when one was just issued, the host's certificate.
-  - Every changed file is written to a temporary file in its folder and renamed over the old one; when one write
-    fails, the files already written are put back, so the host never holds half a change.
-  - Returns what the change needs, so that the caller reloads only on change, C(restart) when the data path
-    settings changed (charon reads them only when it starts), C(load) (C(swanctl --load-all --clear)) for any
-    change.
+  - Every changed file is written through the collection's file_transaction (a temporary file in its folder,
+    fsync, rename over the old one); when one write fails, the files already written are put back, so the host never
+    holds half a change. Every file is root's.
+  - Returns what the change needs, so that the caller reloads only on change. C(restart) when the data path
+    settings changed (charon reads them only when it starts; with O(service) this module restarts it), and
+    C(load) (C(swanctl --load-all --clear)) for any change.
   - Handles public material only. The host's private key is never read or written by this module.
   - Also reports the RDMA rails that the traffic selectors cover but which RoCE bypasses (RDMA NICs and rxe put
     their packets on the wire without the kernel's xfrm stack), from C(/sys/class/infiniband).
@@ -84,8 +85,9 @@ options:
   service:
     description:
       - strongSwan's systemd unit, enabled and started (when not running) after the files are written, so that a new
-        host loads its configuration; a running one is left to the caller, which reloads or restarts it as
-        RV(load) and RV(restart) say. Empty leaves the unit alone.
+        host loads its configuration, and restarted when RV(restart) says the data path settings changed (a restart
+        drops every SA). A running one is otherwise left to the caller, which reloads it as RV(load) says. Empty
+        leaves the unit alone.
     type: str
     default: ""
 attributes:
@@ -126,7 +128,7 @@ changed_files:
   elements: str
   returned: always
 restart:
-  description: Whether strongSwan must be restarted (the data path settings changed).
+  description: Whether strongSwan must be restarted (the data path settings changed); with O(service), it was.
   type: bool
   returned: always
 load:
@@ -170,17 +172,18 @@ service_actions:
   sample: [enabled strongswan.service, started strongswan.service]
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
 from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_config import (
     LOAD,
     RESTART,
-    apply,
-    diffs,
     effective_esp_proposals,
     effective_ike_proposals,
-    plan,
-    read_current,
+    file_entries,
+    reloads,
     render_charon_conf,
     render_swanctl_conf,
     roce_bypass,
@@ -253,31 +256,37 @@ def main():
         if content:
             desired[path] = {"content": _pem(content), "mode": _PUBLIC, "reload": LOAD}
 
-    current = {path: read_current(path) for path in desired}
-    change = plan(desired, current)
-    if change["changed"] and not module.check_mode:
-        try:
-            apply(desired, current, change["changed"])
-        except OSError as error:
-            module.fail_json(msg=str(error), changed=False)
+    entries = file_entries(desired)
+    try:
+        changes = ft.plan(entries, ft.read_all(entries))
+        if changes and not module.check_mode:
+            directories = sorted({os.path.dirname(change["path"]) for change in changes})
+            ft.apply(changes, make_directories=[(directory, 0o755) for directory in directories])
+    except (OSError, ValueError) as error:
+        module.fail_json(msg="No file was changed (every file restored): %s" % error, changed=False)
+    changed_files = [change["path"] for change in changes]
+    change = reloads(desired, changes)
     service_actions = []
     if params["service"]:
+        # A changed data path plugin is only read when charon starts: the restart (which drops every SA) happens
+        # here, before the role's swanctl --load-all.
         try:
-            service_actions = ensure_running(module.run_command, params["service"], check_mode=module.check_mode)
+            service_actions = ensure_running(module.run_command, params["service"], restart=change["restart"],
+                                             check_mode=module.check_mode)
         except UnitError as error:
-            module.fail_json(msg=str(error), changed=bool(change["changed"]), changed_files=change["changed"])
+            module.fail_json(msg=str(error), changed=bool(changes), changed_files=changed_files)
 
     devices = live_rdma_devices(params["sysfs_root"])
     unencrypted = roce_bypass(devices, params["mesh"].get("local_ts") or [])
     for entry in unencrypted:
         module.warn(roce_warning(entry))
-    result = dict(changed=bool(change["changed"] or service_actions), changed_files=change["changed"],
+    result = dict(changed=bool(changes or service_actions), changed_files=changed_files,
                   service_actions=service_actions, restart=change["restart"],
                   load=change["load"], ike_proposals=settings["ike_proposals"],
                   esp_proposals=settings["esp_proposals"], roce_unencrypted=unencrypted,
                   roce_warnings=[roce_warning(entry) for entry in unencrypted], rdma_devices=sorted(devices))
     if module._diff:
-        result["diff"] = diffs(desired, current, change["changed"])
+        result["diff"] = ft.diff_entries(changes)
     module.exit_json(**result)
 
 

@@ -120,7 +120,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils.file_transaction import write_atomically
+from ansible_collections.gpufabric.core.plugins.module_utils.file_transaction import set_attributes, write_atomically
 from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_pki import (
     HAS_CRYPTOGRAPHY,
     build_csr,
@@ -202,8 +202,7 @@ def main():
             if status.st_mode & 0o7777 != _KEY_MODE or (status.st_uid, status.st_gid) != (0, 0):
                 key_changed = True
                 if not module.check_mode:
-                    os.chmod(path, _KEY_MODE)
-                    os.chown(path, 0, 0)
+                    set_attributes(path, _KEY_MODE, (0, 0))
     except OSError as error:
         # The message names the file and the system's reason; it never holds key material.
         module.fail_json(msg="creating %s failed: %s" % (path, error.strerror or error))

@@ -203,7 +203,7 @@ def main():
     if problems:
         module.fail_json(msg="Nothing was written: %s" % "; ".join(problems))
     try:
-        current = {entry["path"]: ft.read_current(entry["path"]) for entry in desired}
+        current = ft.read_all(desired)
         changes = ft.plan(desired, current)
     except (OSError, ValueError) as exc:
         module.fail_json(msg="Nothing was written: %s" % exc)

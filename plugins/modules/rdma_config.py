@@ -302,7 +302,10 @@ def main():
     spec = dict(p, module_options=module_options, modules_effective=modules, units=units)
     files, absent = rc.desired_files(spec)
     paths = p["paths"]
-    changes = rc.plan_changes(files, absent)
+    try:
+        changes = rc.plan_changes(files, absent)
+    except ValueError as error:
+        module.fail_json(msg="Nothing was changed. %s" % error)
     changed_paths = {change["path"] for change in changes}
     modprobe_change = [change for change in changes if change["path"] == paths["modprobe"]]
     loaded_changed = []
@@ -336,7 +339,7 @@ def main():
             actions += su.ensure_stopped(run, name + ".service", check_mode=check_mode)
         if changes and not check_mode:
             try:
-                rc.FileTransaction(changes).apply(after=check_tune_config)
+                rc.apply(changes, after=check_tune_config)
             except (OSError, rc.ConfigError) as error:
                 module.fail_json(msg="No file was changed (every file restored): %s" % error, changed=bool(actions),
                                  actions=actions)

@@ -78,6 +78,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
 from ansible_collections.gpufabric.core.plugins.module_utils import reboot_marker as rm
 
 
@@ -98,29 +99,29 @@ def main():
     except ValueError as error:
         module.fail_json(msg="role: %s" % error)
     role = module.params["role"]
+    absent = module.params["state"] == "absent"
     before = rm.read_marker(role)
-    if module.params["state"] == "absent":
-        changed = before is not None
-        if changed and not module.check_mode:
-            os.unlink(path)
+    reasons = [] if absent else rm.merge_reasons(before, module.params["reasons"])
+    # Present without any reason: nothing to record (an empty marker is never written).
+    desired = [{"path": path, "content": None if absent else rm.marker_text(reasons), "mode": 0o644}] \
+        if absent or reasons else []
+    changes = ft.plan(desired, ft.read_all(desired))
+    if changes and not module.check_mode:
+        try:
+            ft.apply(changes, make_directories=[(os.path.dirname(path), 0o755)])
+        except OSError as error:
+            module.fail_json(msg="Could not write %s: %s" % (path, error))
+    after = desired[0]["content"] if desired else before
+    diff = {"before": before or "", "after": after or "", "before_header": path, "after_header": path}
+    if absent:
         left = rm.merge_reasons(before, []) if module.check_mode else []
-        module.exit_json(changed=changed, reasons=[], path=path, ansible_facts=rm.exported_facts(role, left),
-                         diff={"before": before or "", "after": "", "before_header": path, "after_header": path})
-    reasons = rm.merge_reasons(before, module.params["reasons"])
-    after = rm.marker_text(reasons)
-    changed = bool(reasons) and after != (before or "")
-    if changed and not module.check_mode:
-        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-        temporary = path + ".tmp"
-        with open(temporary, "w") as handle:
-            handle.write(after)
-        os.chmod(temporary, 0o644)
-        os.rename(temporary, path)
+        module.exit_json(changed=bool(changes), reasons=[], path=path, ansible_facts=rm.exported_facts(role, left),
+                         diff=diff)
     why_not = rm.why_no_reboot(reasons, role, module.params["reboot_ok"], module.params["reboot_possible"])
     if why_not:
         module.warn("%s%s" % (module.params["host"] + ": " if module.params["host"] else "", why_not))
-    module.exit_json(changed=changed, reasons=reasons, path=path, ansible_facts=rm.exported_facts(role, reasons),
-                     diff={"before": before or "", "after": after, "before_header": path, "after_header": path})
+    module.exit_json(changed=bool(changes), reasons=reasons, path=path, ansible_facts=rm.exported_facts(role, reasons),
+                     diff=diff)
 
 
 if __name__ == "__main__":

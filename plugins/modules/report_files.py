@@ -118,7 +118,7 @@ def main():
     desired = [{"path": os.path.join(directory, name), "content": _text(text), "mode": mode}
                for name, text in sorted(module.params["files"].items())]
     try:
-        current = {entry["path"]: ft.read_current(entry["path"]) for entry in desired}
+        current = ft.read_all(desired)
         changes = ft.plan(desired, current)
     except (OSError, ValueError) as exc:
         module.fail_json(msg="Nothing was written: %s" % exc)

@@ -79,7 +79,7 @@ options:
     default: {}
   mode:
     description:
-      - Permissions of the report files, a quoted octal string (V(0644)) or a symbolic mode. A number is refused,
+      - Permissions of the report files, a quoted octal string (V(0644)). A number is refused,
         since YAML reads an unquoted V(0640) as 416 and V(644) as 644, so a number cannot say which mode was meant.
     type: raw
     default: "0644"
@@ -162,32 +162,23 @@ metrics_by_host:
 """
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
 from ansible_collections.gpufabric.core.plugins.module_utils import gates, html_pages, verify_report
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import file_mode_problem
 
 _FILES = {"json": "verify.json", "prometheus": "verify.prom", "html": "verify.html"}
 
 
-def _write(module, path, content):
-    """Write content to path atomically; return True when the file changed."""
+def _octal_mode(value):
+    """The file mode given as an octal string ("0644"); None when it is not one (a number is refused before)."""
     try:
-        with open(path) as handle:
-            if handle.read() == content:
-                return False
-    except OSError:
-        pass
-    if module.check_mode:
-        return True
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".verify-")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(content)
-    module.atomic_move(tmp, path)
-    return True
+        mode = int(str(value), 8)
+    except ValueError:
+        return None
+    return mode if 0 <= mode <= 0o7777 else None
 
 
 def main():
@@ -235,17 +226,18 @@ def main():
         "html": lambda data: verify_report.render_html(data, params["title"]),
     }
     files = dict((fmt, os.path.join(params["dest"], _FILES[fmt])) for fmt in params["formats"])
-    changed = False
-    if not os.path.isdir(params["dest"]):
-        changed = True
-        if not module.check_mode:
-            os.makedirs(params["dest"], mode=0o755)
-    for fmt, path in files.items():
-        if _write(module, path, renderers[fmt](report)):
-            changed = True
-        if not module.check_mode:
-            file_args = module.load_file_common_arguments(dict(path=path, mode=params["mode"]))
-            changed = module.set_fs_attributes_if_different(file_args, changed)
+    mode = _octal_mode(params["mode"])
+    if mode is None:
+        module.fail_json(msg="mode: an octal file mode such as \"0644\" is expected, got %r" % (params["mode"],))
+    # The report files as one transaction: a reader never sees a JSON of this run beside the HTML of the last.
+    desired = [{"path": path, "content": renderers[fmt](report), "mode": mode} for fmt, path in files.items()]
+    try:
+        changes = ft.plan(desired, ft.read_all(desired))
+        if changes and not module.check_mode:
+            ft.apply(changes, make_directories=[(params["dest"], 0o755)])
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg="Could not write the report in %s: %s" % (params["dest"], exc))
+    changed = bool(changes)
     module.exit_json(
         changed=changed,
         passed=report["passed"],

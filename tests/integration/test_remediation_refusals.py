@@ -5,6 +5,7 @@ import json
 
 import pytest
 import yaml
+from ansible.plugins.loader import cache_loader
 
 from integration_helpers import ROOT, run_logged, tail
 
@@ -44,3 +45,25 @@ def test_check_inventory_refuses_each_before_the_rulebook_starts(variable):
     assert rc == 2, tail(out)
     [words] = [words for words in WORDS if words.startswith(variable)]
     assert words in " ".join(out.split()), tail(out)
+
+
+def test_remediate_refuses_a_slurm_controller_of_an_unsupported_family_from_cached_facts(tmp_path):
+    # The loop's plays gather no facts; a fact cache that holds the Slurm controller's is checked by the role's one
+    # OS check (gpufabric.core.host_problems) in the same first task, before the host would be contacted.
+    cache = tmp_path / "facts"
+    # Written through ansible-core's own jsonfile cache plugin, in the form a gathering run leaves.
+    cache_loader.get("jsonfile", _uri=str(cache)).set("slurm-ctl-unreachable", {
+        "ansible_os_family": "Alpine", "ansible_distribution": "Alpine", "ansible_distribution_version": "3.20",
+        "ansible_service_mgr": "openrc"})
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {
+        "vars": {"remediation_alertmanager_url": "http://192.0.2.1:9093"},
+        "children": {"slurm_controller": {"hosts": {"slurm-ctl-unreachable": {"ansible_host": "192.0.2.1"}}}}}}))
+    rc, out = run_logged("remediate-refusal-os", ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"),
+                                                  str(ROOT / "playbooks" / "remediate.yml"), "-e",
+                                                  json.dumps({"remediation_alerts": []})],
+                         timeout=300, env=dict(ENV, ANSIBLE_CACHE_PLUGIN="ansible.builtin.jsonfile",
+                                               ANSIBLE_CACHE_PLUGIN_CONNECTION=str(cache)))
+    assert rc == 2, tail(out)
+    assert ("remediation_slurm_controller slurm-ctl-unreachable: the remediation role supports the Debian and RedHat "
+            "families; this host is Alpine 3.20 (Alpine) with openrc") in " ".join(out.split()), tail(out)
+    assert "Plan |" not in out

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What bond_config does before a transaction: the role's real helper written into a scratch tree (real files, modes
-and owners), and the backend's service against the systemctl stand-in tests/fake_systemctl.py (this machine runs no
+"""What bond_config does before a transaction: the helper (the role's package of module_utils and its command) written
+into a scratch tree (real files, modes and owners), and the backend's service against the systemctl stand-in tests/fake_systemctl.py (this machine runs no
 systemd; the Molecule scenarios bonding and bonding_rollback drive the same code against real systemd)."""
 
 from __future__ import annotations
@@ -16,14 +16,16 @@ import pytest
 import yaml
 
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_prerequisites as bpr
+from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import BACKENDS
 from ansible_collections.gpufabric.core.plugins.module_utils.systemd_units import UnitError
 from fake_systemctl import FakeSystemd
 
 ROOT = Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "bonding"
-# The role passes the file as it is (lookup with rstrip=false).
-HELPER = (ROLE / "files" / "gpufabric-bonding-activate").read_text()
+# The role passes the collection's module_utils as they are (lookup with rstrip=false).
+PACKAGE = {name: (ROOT / "plugins" / "module_utils" / name).read_text()
+           for name in yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["__bonding_helper_package"]}
 ME = (os.getuid(), os.getgid())
 NETWORKD = "systemd-networkd.service"
 
@@ -32,74 +34,75 @@ def mode(path):
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-def test_the_helper_is_written_with_its_missing_directories_then_left_alone(tmp_path):
-    path = tmp_path / "usr" / "local" / "libexec" / "gpufabric-bonding-activate"
-    change = bpr.plan_helper(str(path), HELPER, ME)
-    assert change["action"] == "create" and change["before"] is None
-    diff = bpr.helper_diff(change, ME)
-    assert diff["before"] == "" and diff["after"] == HELPER
+def paths(tmp_path):
+    return str(tmp_path / "usr" / "local" / "libexec" / "gpufabric-bonding-activate"), str(tmp_path / "lib")
+
+
+def test_the_helper_is_installed_with_its_package_and_missing_directories_then_left_alone(tmp_path):
+    helper, lib = paths(tmp_path)
+    changes = bpr.plan_helper(helper, lib, PACKAGE, ME)
+    assert [(os.path.relpath(c["path"], str(tmp_path)), c["action"]) for c in changes] == [
+        ("lib/gpufabric_bonding/__init__.py", "create"), ("lib/gpufabric_bonding/bonding_activate.py", "create"),
+        ("lib/gpufabric_bonding/bonding_transaction.py", "create"), ("lib/gpufabric_bonding/file_transaction.py", "create"),
+        ("lib/gpufabric_bonding/systemd_units.py", "create"), ("usr/local/libexec/gpufabric-bonding-activate", "create")]
     # Planning (all that check mode does) writes nothing.
-    assert not (tmp_path / "usr").exists()
+    assert not (tmp_path / "usr").exists() and not (tmp_path / "lib").exists()
 
     umask = os.umask(0o077)
     try:
-        bpr.install_helper(change, ME)
+        bpr.install_helper(changes, helper, lib)
     finally:
         os.umask(umask)
-    assert path.read_bytes() == (ROLE / "files" / "gpufabric-bonding-activate").read_bytes()
-    for directory in (tmp_path / "usr", tmp_path / "usr" / "local", path.parent):
-        assert mode(directory) == 0o755 and (directory.stat().st_uid, directory.stat().st_gid) == ME
-    assert mode(path) == 0o755 and (path.stat().st_uid, path.stat().st_gid) == ME
-    assert not [name for name in os.listdir(path.parent) if name != path.name]  # no temporary file left
-    # It runs: without a transaction it prints its usage.
-    run = subprocess.run([str(path)], capture_output=True, text=True, check=False)
-    assert run.returncode == 2 and "usage:" in run.stderr
-
-    assert bpr.plan_helper(str(path), HELPER, ME) is None
+    for directory in (tmp_path / "usr", tmp_path / "usr" / "local", tmp_path / "usr" / "local" / "libexec",
+                      tmp_path / "lib", tmp_path / "lib" / "gpufabric_bonding"):
+        assert mode(directory) == 0o755, directory
+    assert mode(helper) == 0o755 and (os.stat(helper).st_uid, os.stat(helper).st_gid) == ME
+    assert (tmp_path / "lib" / "gpufabric_bonding" / "file_transaction.py").read_text() == PACKAGE["file_transaction.py"]
+    assert not [name for name in os.listdir(os.path.dirname(helper)) if name != "gpufabric-bonding-activate"]
+    # The installed command runs the installed package: without a transaction it prints its usage.
+    run = subprocess.run([helper], capture_output=True, text=True, check=False)
+    assert run.returncode == 2 and "usage: gpufabric-bonding-activate apply|rollback" in run.stderr, run.stderr
+    assert bpr.plan_helper(helper, lib, PACKAGE, ME) == []
 
 
 def test_a_different_helper_is_replaced_and_a_loosened_mode_restored(tmp_path):
-    path = tmp_path / "gpufabric-bonding-activate"
-    path.write_text("#!/bin/sh\nexit 0\n")
-    path.chmod(0o755)
-    change = bpr.plan_helper(str(path), HELPER, ME)
-    assert change["action"] == "replace"
-    diff = bpr.helper_diff(change, ME)
-    assert diff["before"] == "#!/bin/sh\nexit 0\n" and diff["after"] == HELPER
-    bpr.install_helper(change, ME)
-    assert path.read_text() == HELPER and mode(path) == 0o755
-
-    path.chmod(0o777)
-    change = bpr.plan_helper(str(path), HELPER, ME)
-    assert change["action"] == "mode"
-    assert bpr.helper_diff(change, ME)["after"] == "mode 0755\n"
-    bpr.install_helper(change, ME)
-    assert mode(path) == 0o755 and path.read_text() == HELPER
-    assert bpr.plan_helper(str(path), HELPER, ME) is None
+    helper, lib = paths(tmp_path)
+    bpr.install_helper(bpr.plan_helper(helper, lib, PACKAGE, ME), helper, lib)
+    # The bash helper of earlier versions, in the command's place.
+    with open(helper, "w") as handle:
+        handle.write("#!/usr/bin/env bash\nexit 0\n")
+    changes = bpr.plan_helper(helper, lib, PACKAGE, ME)
+    assert [c["action"] for c in changes] == ["replace"]
+    assert ft.diff_entries(changes)[0]["before"] == "#!/usr/bin/env bash\nexit 0\n"
+    bpr.install_helper(changes, helper, lib)
+    os.chmod(helper, 0o777)
+    changes = bpr.plan_helper(helper, lib, PACKAGE, ME)
+    assert [c["action"] for c in changes] == ["mode"] and ft.diff_entries(changes)[0]["after"] == "mode 0755\n"
+    bpr.install_helper(changes, helper, lib)
+    assert mode(helper) == 0o755 and bpr.plan_helper(helper, lib, PACKAGE, ME) == []
 
 
 def test_a_helper_owned_by_another_user_is_taken_back(tmp_path):
-    path = tmp_path / "gpufabric-bonding-activate"
-    path.write_text(HELPER)
-    path.chmod(0o755)
-    other = (ME[0] + 4242, ME[1] + 4242)
-    change = bpr.plan_helper(str(path), HELPER, other)
-    assert change["action"] == "owner"
-    assert bpr.helper_diff(change, other) == {
-        "before_header": str(path), "after_header": str(path),
-        "before": "owner %d:%d\n" % ME, "after": "owner %d:%d\n" % other}
     if os.geteuid() != 0:
         pytest.skip("only root can give a file to another user")
-    bpr.install_helper(change, other)
-    assert (path.stat().st_uid, path.stat().st_gid) == other and path.read_text() == HELPER
-    bpr.install_helper(bpr.plan_helper(str(path), HELPER, ME), ME)
-    assert (path.stat().st_uid, path.stat().st_gid) == ME
+    helper, lib = paths(tmp_path)
+    bpr.install_helper(bpr.plan_helper(helper, lib, PACKAGE), helper, lib)
+    os.chown(helper, 4242, 4242)
+    changes = bpr.plan_helper(helper, lib, PACKAGE)
+    assert [c["action"] for c in changes] == ["owner"]
+    assert ft.diff_entries(changes)[0]["before"] == "owner 4242:4242\n"
+    bpr.install_helper(changes, helper, lib)
+    assert (os.stat(helper).st_uid, os.stat(helper).st_gid) == (0, 0)
 
 
-def test_a_directory_in_the_helpers_place_is_refused(tmp_path):
-    (tmp_path / "gpufabric-bonding-activate").mkdir()
+def test_a_directory_in_the_helpers_place_and_odd_package_names_are_refused(tmp_path):
+    helper, lib = paths(tmp_path)
+    os.makedirs(helper)
     with pytest.raises(ValueError, match="exists and is not a regular file"):
-        bpr.plan_helper(str(tmp_path / "gpufabric-bonding-activate"), HELPER, ME)
+        bpr.plan_helper(helper, lib, PACKAGE, ME)
+    assert bpr.package_problems({"../x.py": "", "x.sh": "", "__init__.py": "", "ok.py": ""}) == [
+        "helper_package: '../x.py' is not a plain .py file name", "helper_package: '__init__.py' is not a plain .py "
+        "file name", "helper_package: 'x.sh' is not a plain .py file name"]
 
 
 @pytest.fixture
@@ -140,6 +143,8 @@ def test_not_activating_or_a_backend_without_service_asks_nothing(tmp_path, netw
         systemd = FakeSystemd(tmp_path / ("%s.json" % backend), networkd)
         # As the role passes it: the backend's unit, '' for netplan (its renderer's service runs it).
         service = services.get(backend, "")
+        if service:
+            (tmp_path / service).write_text("[Service]\nExecStart=/bin/true\n")
         assert bpr.service_actions(systemd, service, False) == []
         assert systemd.state()["calls"] == []
         assert bool(bpr.service_actions(systemd, service, True)) == (backend != "netplan")

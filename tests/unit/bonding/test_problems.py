@@ -60,6 +60,10 @@ def test_role_wide_defaults_reach_the_bonds():
     (5, 60, True, [], 5 + 2 * 60 + ROLLBACK_MARGIN),          # nothing to verify without bonds
     (5, 60, True, [BOND], 5 + 2 * 60 + 60 + ROLLBACK_MARGIN),  # bonds verified: their timeout counts
     (5, 60, False, [BOND], 5 + 2 * 60 + ROLLBACK_MARGIN),
+    # The one type of every role's <role>_verify (true and false above are its deprecated values).
+    (5, 60, "after_change", [BOND], 5 + 2 * 60 + 60 + ROLLBACK_MARGIN),
+    (5, 60, "always", [BOND], 5 + 2 * 60 + 60 + ROLLBACK_MARGIN),
+    (5, 60, "never", [BOND], 5 + 2 * 60 + ROLLBACK_MARGIN),
 ])
 def test_rollback_window_boundary(settle, confirm, verify, bonds, needed):
     def at(timeout):
@@ -71,7 +75,12 @@ def test_rollback_window_boundary(settle, confirm, verify, bonds, needed):
     assert problem.startswith("bonding_rollback_timeout (%d s) must be at least bonding_settle_seconds (%d) + "
                               "2 x bonding_confirm_timeout (%d; " % (needed - 1, settle, confirm))
     assert "= %d s, or the host could revert a good change" % needed in problem
-    assert ("+ bonding_verify_timeout (60) +" in problem) == (verify and bool(bonds))
+    assert ("+ bonding_verify_timeout (60) +" in problem) == (verify not in (False, "never") and bool(bonds))
+
+
+def test_a_verify_value_of_no_known_mode_is_named():
+    assert bonding_problems(role_settings(bonding_bonds=[BOND], bonding_verify="sometimes")) == [
+        "bonding_verify: must be after_change, always or never (true and false are deprecated); got 'sometimes'"]
 
 
 def test_the_message_the_rollback_scenario_reads():

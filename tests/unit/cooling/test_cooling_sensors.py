@@ -17,7 +17,6 @@ from ansible_collections.gpufabric.core.plugins.module_utils.cooling_sensors imp
     parse_redfish_leak_detection,
     parse_redfish_leak_detector,
     parse_redfish_pump,
-    parse_redfish_sensor,
     parse_redfish_thermal,
     parse_redfish_thermal_metrics,
     select_ipmi_reading,
@@ -123,8 +122,6 @@ def test_redfish_parsers_refuse_the_wrong_resource():
         parse_redfish_thermal("<html>login</html>")
     with pytest.raises(ParseError, match="no DetectorState"):
         parse_redfish_leak_detector(mockup("ThermalEquipment/CDUs/1/Pumps/1"))
-    with pytest.raises(ParseError, match="no Reading property"):
-        parse_redfish_sensor({"Name": "x"})
 
 
 def test_cdu_connectors_pumps_and_leak_detection():

@@ -245,3 +245,17 @@ def test_check_mode_creates_nothing_not_even_the_lock(tmp_path):
     returncode, result, err = run(tmp_path, dict(arguments(pki), _ansible_check_mode=True))
     assert returncode == 0 and result["changed"] is False, (result, err)
     assert not (pki / ipsec_ca.LOCK_NAME).exists()
+
+
+def test_a_crl_whose_mode_drifted_gets_its_mode_back_and_the_same_content(tmp_path):
+    pki = tmp_path / "pki"
+    rc, first, err = run(tmp_path, arguments(pki))
+    assert rc == 0, err
+    crl = pki / "crl.pem"
+    content = crl.read_bytes()
+    crl.chmod(0o600)
+    rc, second, err = run(tmp_path, arguments(pki))
+    assert rc == 0 and second["changed"], (err, second)
+    assert crl.stat().st_mode & 0o7777 == 0o644 and crl.read_bytes() == content
+    rc, third, err = run(tmp_path, arguments(pki))
+    assert rc == 0 and not third["changed"], (err, third)

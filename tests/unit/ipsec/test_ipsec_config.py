@@ -13,14 +13,13 @@ import re
 
 import pytest
 
+from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
 from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_config import (
     LOAD,
     RESTART,
-    apply,
-    diffs,
+    file_entries,
     gid_address,
-    plan,
-    read_current,
+    reloads,
     render_charon_conf,
     render_swanctl_conf,
     roce_bypass,
@@ -129,77 +128,37 @@ def desired_files(tmp_path):
             str(tmp_path / "charon.conf"): {"content": "charon\n", "mode": 0o644, "reload": RESTART}}
 
 
-def test_plan_restart_only_for_the_data_path_and_nothing_when_equal(tmp_path):
+def _plan(desired):
+    entries = file_entries(desired)
+    return ft.plan(entries, ft.read_all(entries))
+
+
+def test_a_restart_only_for_a_changed_data_path_setting_and_nothing_when_equal(tmp_path):
     desired = desired_files(tmp_path)
-    same = {p: {"content": d["content"], "mode": 0o644, "owner": (0, 0)} for p, d in desired.items()}
-    assert plan(desired, same) == {"changed": [], "restart": False, "load": False}
-    conf = str(tmp_path / "conf.d" / "gpufabric.conf")
-    one = dict(same, **{conf: {"content": "old\n", "mode": 0o644, "owner": (0, 0)}})
-    assert plan(desired, one) == {"changed": [conf], "restart": False, "load": True}
-    assert plan(desired, {})["restart"] is True
-    charon = str(tmp_path / "charon.conf")
-    header = dict(same, **{charon: {"content": "# Ansible managed\ncharon\n", "mode": 0o644, "owner": (0, 0)}})
-    assert plan(desired, header) == {"changed": [charon], "restart": False, "load": True}
-    setting = dict(same, **{charon: {"content": "charon-old\n", "mode": 0o644, "owner": (0, 0)}})
-    assert plan(desired, setting) == {"changed": [charon], "restart": True, "load": True}
-    mode = dict(same, **{conf: {"content": "conf\n", "mode": 0o666, "owner": (0, 0)}})
-    assert plan(desired, mode)["changed"] == [conf]
-    diff = diffs(desired, one, [conf])
-    assert diff == [{"before_header": conf, "after_header": conf, "before": "old\n", "after": "conf\n"}]
+    conf, charon = str(tmp_path / "conf.d" / "gpufabric.conf"), str(tmp_path / "charon.conf")
+    first = _plan(desired)
+    assert reloads(desired, first) == {"restart": True, "load": True}
+    ft.apply(first, make_directories=[(str(tmp_path / "conf.d"), 0o755)])
+    assert _plan(desired) == [] and reloads(desired, []) == {"restart": False, "load": False}
+    (tmp_path / "conf.d" / "gpufabric.conf").write_text("old\n")
+    assert [c["path"] for c in _plan(desired)] == [conf] and reloads(desired, _plan(desired))["restart"] is False
+    # A new header is no new setting: loaded, not restarted.
+    (tmp_path / "charon.conf").write_text("# Ansible managed\ncharon\n")
+    assert reloads(desired, [c for c in _plan(desired) if c["path"] == charon]) == {"restart": False, "load": True}
+    (tmp_path / "charon.conf").write_text("charon-old\n")
+    assert reloads(desired, _plan(desired))["restart"] is True
 
 
-def write_unowned(path, data, mode):
-    """The module's writer without the chown to root (the tests run unprivileged)."""
-    from ansible_collections.gpufabric.core.plugins.module_utils import ipsec_config
-    ipsec_config._write_atomically(path, data, mode, owner=None)
-
-
-def test_apply_writes_every_changed_file_with_its_mode(tmp_path):
+def test_every_file_is_roots_with_its_mode(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("the files are chowned to root")
     desired = desired_files(tmp_path)
-    current = {p: read_current(p) for p in desired}
-    change = plan(desired, current)
-    apply(desired, current, change["changed"], write=write_unowned)
-    for path, want in desired.items():
-        assert read_current(path)["content"] == want["content"]
-        assert read_current(path)["mode"] == 0o644
-    assert not [n for n in os.listdir(tmp_path) if n.startswith(".gpufabric-")]
-
-
-def test_apply_failure_restores_the_files_already_written(tmp_path):
-    desired = desired_files(tmp_path)
-    charon = str(tmp_path / "charon.conf")
-    (tmp_path / "charon.conf").write_text("previous charon\n")
-    os.chmod(charon, 0o640)
-    current = {p: read_current(p) for p in desired}
-    order = sorted(desired)  # charon.conf, then conf.d/gpufabric.conf
-    calls = []
-
-    def failing_second(path, data, mode):
-        calls.append(path)
-        if len(calls) == 2:
-            raise OSError("disk full")
-        write_unowned(path, data, mode)
-
-    current_owned = {p: dict(c, owner=None) if c["owner"] else c for p, c in current.items()}
-    with pytest.raises(OSError, match="disk full.*restored .*charon.conf"):
-        apply(desired, current_owned, order, write=failing_second)
-    assert (tmp_path / "charon.conf").read_text() == "previous charon\n"
-    assert read_current(charon)["mode"] == 0o640
-    assert not (tmp_path / "conf.d" / "gpufabric.conf").exists()
-
-
-def test_apply_failure_removes_a_file_that_did_not_exist(tmp_path):
-    desired = desired_files(tmp_path)
-    current = {p: read_current(p) for p in desired}
-    order = sorted(desired)
-    calls = []
-
-    def failing_second(path, data, mode):
-        calls.append(path)
-        if len(calls) == 2:
-            raise OSError("read-only file system")
-        write_unowned(path, data, mode)
-
-    with pytest.raises(OSError, match="read-only"):
-        apply(desired, current, order, write=failing_second)
-    assert not (tmp_path / "charon.conf").exists()
+    ft.apply(_plan(desired), make_directories=[(str(tmp_path / "conf.d"), 0o755)])
+    conf = tmp_path / "conf.d" / "gpufabric.conf"
+    os.chmod(conf, 0o666)
+    assert [(c["path"], c["action"]) for c in _plan(desired)] == [(str(conf), "mode")]
+    os.chmod(conf, 0o644)
+    os.chown(conf, 65534, 65534)
+    assert [(c["path"], c["action"]) for c in _plan(desired)] == [(str(conf), "owner")]
+    ft.apply(_plan(desired))
+    assert (os.stat(conf).st_uid, os.stat(conf).st_gid) == (0, 0) and _plan(desired) == []

@@ -2,6 +2,12 @@
 made here with cryptography (a CA, a host certificate it signs, another CA)."""
 
 import datetime
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from cryptography import x509
@@ -19,6 +25,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_pki import (
     subject_alt_names,
 )
 
+ROOT = Path(__file__).resolve().parents[3]
 NOW = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.timezone.utc)
 SANS = ["DNS:node1", "IP:10.0.0.1"]
 
@@ -115,3 +122,29 @@ def test_no_ca_yet_means_not_issued_by_it(pki):
 def test_bad_subject_alt_name_is_refused(pki):
     with pytest.raises(ValueError, match="URI:x"):
         build_csr(pki["key"], "node1", ["URI:x"], "sha384")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the module gives the key to root")
+def test_the_module_narrows_a_key_whose_mode_drifted_and_keeps_it(tmp_path):
+    """ipsec_host_pki as Ansible's module runner starts it (python MODULE ARGS_FILE): a key left readable by others
+    is narrowed to 0600, owner root, through file_transaction.set_attributes; the key itself is kept."""
+    args_file = tmp_path / "args.json"
+    key = tmp_path / "private" / "host.key"
+    key.parent.mkdir()
+    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {
+        "key_path": str(key), "certificate_path": str(tmp_path / "host.crt"), "common_name": "node1",
+        "subject_alt_names": SANS}}))
+
+    def run():
+        process = subprocess.run([sys.executable, str(ROOT / "plugins" / "modules" / "ipsec_host_pki.py"),
+                                  str(args_file)], capture_output=True, text=True, timeout=120, check=False,
+                                 env=dict(os.environ, PYTHONPATH=str(ROOT / ".build" / "collections")))
+        assert process.returncode == 0, process.stderr + process.stdout
+        return json.loads(process.stdout)
+
+    run()
+    material = key.read_bytes()
+    key.chmod(0o644)
+    second = run()
+    assert second["changed"] and stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert (key.stat().st_uid, key.stat().st_gid) == (0, 0) and key.read_bytes() == material

@@ -11,7 +11,6 @@ from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import (
     encryption_names,
     evaluate_sas,
     parse_list_sas,
-    parse_version,
     summarize_initiate,
 )
 
@@ -180,10 +179,7 @@ def test_initiate_timeout_and_duplicate():
     assert reasons[0].startswith("not establishing CHILD_SA gf-cap2{7} due to existing duplicate {3}")
 
 
-def test_version_and_algorithm_names():
-    assert parse_version(capture("swanctl_version.txt")) == "5.9.8"
-    with pytest.raises(ParseError):
-        parse_version("swanctl: command not found\n")
+def test_algorithm_names():
     algs = capture("list_algs.txt")
     assert "ECP_384[openssl]" in algs and "CURVE_25519[openssl]" in algs
     assert "ML_KEM" not in algs  # 5.9.8 has no ML-KEM: the role refuses ipsec_pq_kex here

@@ -145,7 +145,7 @@ def test_transaction_writes_then_second_plan_is_empty(tmp_path):
     files, absent = rc.desired_files(spec(tmp_path))
     changes = rc.plan_changes(files, absent)
     assert {c["state"] for c in changes} == {"write"}
-    rc.FileTransaction(changes).apply()
+    rc.apply(changes)
     assert rc.plan_changes(files, absent) == []
     assert (tmp_path / "usr/local/sbin/gpufabric-rdma-tune").stat().st_mode & 0o777 == 0o755
 
@@ -164,25 +164,31 @@ def test_check_mode_plan_writes_nothing(tmp_path):
 
 def test_failed_write_restores_every_file_already_replaced(tmp_path):
     first, absent = rc.desired_files(spec(tmp_path))
-    rc.FileTransaction(rc.plan_changes(first, absent)).apply()
-    before = snapshot(tmp_path)
-    # A real failure, no mock: the unit path of a newly wanted service is a non-empty directory, so its rename
-    # fails (EISDIR) after the files sorted before it were already replaced.
-    blocked = tmp_path / "etc/systemd/system/gpufabric-rdma-pcie.service"
-    blocked.mkdir(parents=True)
-    (blocked / "keep").write_text("x")
-    before = snapshot(tmp_path)
+    rc.apply(rc.plan_changes(first, absent))
     units = [dict(unit, enabled=True) for unit in spec(tmp_path)["units"]]
     wanted, absent = rc.desired_files(spec(tmp_path, module_options={"mlx5_core": "prof_sel=1"},
                                            memlock_limit="1024", units=units))
     changes = rc.plan_changes(wanted, absent)
+    # A real failure, no mock: after the plan, the unit path of a newly wanted service became a non-empty directory,
+    # so its rename fails (EISDIR) after the files sorted before it were already replaced.
+    blocked = tmp_path / "etc/systemd/system/gpufabric-rdma-pcie.service"
+    blocked.mkdir(parents=True)
+    (blocked / "keep").write_text("x")
+    before = snapshot(tmp_path)
     paths = [c["path"] for c in changes]
     assert paths.index(str(blocked)) > 0  # something is replaced before the failure
-    transaction = rc.FileTransaction(changes)
     with pytest.raises(OSError):
-        transaction.apply()
+        rc.apply(changes)
     assert snapshot(tmp_path) == before
     assert not list(tmp_path.rglob(".gpufabric-*"))
+
+
+def test_a_directory_in_a_files_place_is_refused_before_anything_is_written(tmp_path):
+    blocked = tmp_path / "etc/systemd/system/gpufabric-rdma-roce.service"
+    blocked.mkdir(parents=True)
+    files, absent = rc.desired_files(spec(tmp_path))
+    with pytest.raises(ValueError, match="exists and is not a regular file"):
+        rc.plan_changes(files, absent)
 
 
 def test_failed_check_after_writing_rolls_back_new_files_and_directories(tmp_path):
@@ -192,17 +198,17 @@ def test_failed_check_after_writing_rolls_back_new_files_and_directories(tmp_pat
         raise rc.ConfigError("the tuning program refuses its configuration")
 
     with pytest.raises(rc.ConfigError):
-        rc.FileTransaction(rc.plan_changes(files, absent)).apply(after=refuse)
+        rc.apply(rc.plan_changes(files, absent), after=refuse)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_removal_is_rolled_back_too(tmp_path):
     files, absent = rc.desired_files(spec(tmp_path))
-    rc.FileTransaction(rc.plan_changes(files, absent)).apply()
+    rc.apply(rc.plan_changes(files, absent))
     before = snapshot(tmp_path)
     files, absent = rc.desired_files(spec(tmp_path, module_options={}, memlock_systemd=False))
     with pytest.raises(RuntimeError):
-        rc.FileTransaction(rc.plan_changes(files, absent)).apply(after=_raise_runtime_error)
+        rc.apply(rc.plan_changes(files, absent), after=_raise_runtime_error)
     assert snapshot(tmp_path) == before
 
 

@@ -32,7 +32,7 @@ from .cooling_sensors import (
     parse_redfish_leak_detector,
     parse_redfish_pump,
 )
-from .file_transaction import write_atomically
+from .file_transaction import make_directory, write_atomically
 from .parse_common import ParseError
 from .prometheus_text import Exposition, MetricError, write_textfile
 
@@ -57,7 +57,7 @@ def sd_notify(message):
 
 
 def _atomic_write(path, text, mode=0o644):
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    make_directory(os.path.dirname(path) or ".", 0o755)
     write_atomically(path, text.encode("utf-8"), mode)
 
 
@@ -469,7 +469,7 @@ class Controller:
         # A metric that cannot be written (e.g. a sensor listed twice) is logged, never a reason to fail safe.
         try:
             text = self.metrics_text()
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            make_directory(os.path.dirname(path) or ".", 0o755)
             write_textfile(path, text)
         except (OSError, MetricError) as exc:
             LOG.warning("cannot write metrics to %s: %s", path, exc)

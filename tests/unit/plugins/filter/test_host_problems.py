@@ -24,3 +24,13 @@ def test_facts_not_gathered_are_not_checked():
     assert host_problems({}, "rdma", ["Debian"]) == []
     # A fact cache with the distribution facts but not the service manager.
     assert host_problems({"os_family": "Debian", "distribution": "Debian"}, "rdma", ["Debian", "RedHat"]) == []
+
+
+def test_a_role_without_units_or_family_limits_checks_only_what_it_needs():
+    openrc = dict(DEBIAN, service_mgr="openrc")
+    assert host_problems(openrc, "nccl", ["Debian", "RedHat"], systemd=False) == []
+    assert host_problems(dict(openrc, os_family="Alpine"), "verify", [], systemd=False) == []
+    assert host_problems(openrc, "verify", [], systemd=True) == [
+        "the verify role supports any OS family under systemd; this host is Debian 12.8 (Debian) with openrc"]
+    assert host_problems(dict(DEBIAN, os_family="Suse", distribution="SLES"), "nccl", ["Debian"], systemd=False) == [
+        "the nccl role supports the Debian families; this host is SLES 12.8 (Suse) with systemd"]

@@ -65,3 +65,34 @@ def test_the_manager_reads_units_again_and_check_mode_asks_nothing(systemd):
 def test_a_failed_reexec_is_an_error_that_names_it(systemd):
     with pytest.raises(su.UnitError, match=r"^systemctl daemon-reexec failed: Job for .* failed"):
         su.daemon_reexec(systemd(failing=["daemon-reexec"]))
+
+
+def test_plain_start_stop_and_the_queries_the_bonding_helper_uses(systemd, tmp_path):
+    (tmp_path / "y.timer").write_text("[Timer]\nOnActiveSec=60s\n")
+    systemctl = systemd()
+    su.start(systemctl, "y.timer")
+    su.start(systemctl, "x.service", no_block=True)
+    assert systemctl.unit("y.timer")["active"] and systemctl.state()["active"]
+    assert su.unit_property(systemctl, "y.timer", "NextElapseUSecRealtime") != ""
+    su.stop(systemctl, "y.timer")
+    su.reset_failed(systemctl, "gone.service")
+    assert systemctl.actions() == ["start y.timer", "start --no-block x.service", "show -p NextElapseUSecRealtime "
+                                   "--value y.timer", "stop y.timer", "reset-failed gone.service"]
+    # A unit systemd does not know cannot be stopped: an error that names it (the caller decides whether it matters).
+    with pytest.raises(su.UnitError, match="systemctl stop gone.service failed: Unit gone.service not found"):
+        su.stop(systemctl, "gone.service")
+
+
+def test_a_transient_unit_runs_the_command_past_the_caller_and_a_refusal_names_the_unit():
+    calls = []
+
+    def run(argv, rc=0, err=""):
+        calls.append(argv)
+        return rc, "", err
+
+    su.run_transient(run, "gpufabric-bond-apply.service", ["/usr/local/libexec/x", "apply", "/var/lib/x/1"], "apply")
+    assert calls == [["systemd-run", "--unit", "gpufabric-bond-apply.service", "--no-block", "--collect",
+                      "--description", "apply", "/usr/local/libexec/x", "apply", "/var/lib/x/1"]]
+    # Whatever systemd-run prints on stderr reaches the message, stripped, after the unit's name.
+    with pytest.raises(su.UnitError, match=r"^systemd-run --unit gpufabric-bond-apply.service failed: refused$"):
+        su.run_transient(lambda argv: run(argv, 1, "refused\n"), "gpufabric-bond-apply.service", ["x"], "apply")
