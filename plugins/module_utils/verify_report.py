@@ -11,8 +11,9 @@ script and data, nothing fetched) so it can be mailed or archived as one file.
 from __future__ import annotations
 
 import json
-import math
 import time
+
+from ansible_collections.gpufabric.core.plugins.module_utils import prometheus_text
 
 SCHEMA_VERSION = 1
 _METRIC_PREFIX = "gpufabric_verify_"
@@ -98,19 +99,6 @@ def render_json(report):
 # Prometheus text exposition format, for node_exporter's textfile collector
 # ---------------------------------------------------------------------------------------------
 
-def _escape_label(value):
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _sample(name, labels, value):
-    label_text = ",".join('%s="%s"' % (key, _escape_label(labels[key])) for key in sorted(labels))
-    if isinstance(value, bool):
-        value = int(value)
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        value = "NaN"
-    return "%s%s{%s} %s" % (_METRIC_PREFIX, name, label_text, value)
-
-
 _METRICS = (
     ("host_pass", "1 when every rail of the host passed its bandwidth gate, 0 when one failed."),
     ("rail_bandwidth_gbps", "Measured bandwidth of a host's rail, Gbit/s (upper median over its pair tests)."),
@@ -130,18 +118,26 @@ _DIRECTIONS = (
 
 
 def render_prometheus(report, host=None):
-    """Metrics in the text exposition format; host restricts them to one host (its textfile)."""
-    samples = dict((name, []) for name, _help in _METRICS)
+    """Metrics in the text exposition format; host restricts them to one host (its textfile).
+
+    Labels are written sorted by name, as they always were; a family without samples is left out.
+    """
+    exposition = prometheus_text.Exposition()
+    families = dict((name, exposition.family(_METRIC_PREFIX + name, help_text)) for name, help_text in _METRICS)
+
+    def sample(name, labels, value):
+        families[name].add(dict(sorted(labels.items())), value)
+
     for name, verdict in report["hosts"].items():
         if host is not None and name != host:
             continue
         if verdict["status"] != "skipped":
-            samples["host_pass"].append(_sample("host_pass", {"host": name}, verdict["status"] == "pass"))
+            sample("host_pass", {"host": name}, verdict["status"] == "pass")
         for rail, rail_verdict in sorted(verdict["rails"].items()):
             labels = {"host": name, "rail": rail, "device": rail_verdict.get("device") or ""}
-            samples["rail_bandwidth_gbps"].append(_sample("rail_bandwidth_gbps", labels, rail_verdict["measured_gbps"]))
-            samples["rail_expected_gbps"].append(_sample("rail_expected_gbps", labels, rail_verdict["expected_gbps"]))
-            samples["rail_pass"].append(_sample("rail_pass", labels, rail_verdict["passed"]))
+            sample("rail_bandwidth_gbps", labels, rail_verdict["measured_gbps"])
+            sample("rail_expected_gbps", labels, rail_verdict["expected_gbps"])
+            sample("rail_pass", labels, rail_verdict["passed"])
     for test in report["tests"]:
         if host is not None and host not in (test["client"], test["server"]):
             continue
@@ -150,23 +146,16 @@ def render_prometheus(report, host=None):
                 labels = {
                     "client": test["client"], "server": test["server"], "rail": str(test.get("rail")), "direction": direction, "tool": test.get("tool") or "",
                 }
-                samples["pair_bandwidth_gbps"].append(_sample("pair_bandwidth_gbps", labels, test[key]))
+                sample("pair_bandwidth_gbps", labels, test[key])
     for name, verdict in sorted(report["nccl"].items()):
         if host is not None and host not in verdict["hosts"]:
             continue
         labels = {"run": name, "scope": verdict.get("scope") or ""}
         if verdict["status"] != "skipped":
-            samples["nccl_busbw_gbytes"].append(_sample("nccl_busbw_gbytes", labels, verdict["measured_gbytes"]))
-            samples["nccl_pass"].append(_sample("nccl_pass", labels, verdict["status"] == "pass"))
-    samples["last_run_timestamp_seconds"].append("%slast_run_timestamp_seconds %s" % (_METRIC_PREFIX, round(report["generated_at"], 3)))
-    lines = []
-    for name, help_text in _METRICS:
-        if not samples[name]:
-            continue
-        lines.append("# HELP %s%s %s" % (_METRIC_PREFIX, name, help_text))
-        lines.append("# TYPE %s%s gauge" % (_METRIC_PREFIX, name))
-        lines.extend(samples[name])
-    return "\n".join(lines) + "\n"
+            sample("nccl_busbw_gbytes", labels, verdict["measured_gbytes"])
+            sample("nccl_pass", labels, verdict["status"] == "pass")
+    sample("last_run_timestamp_seconds", {}, round(report["generated_at"], 3))
+    return exposition.render()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -216,6 +216,27 @@ def test_stop_action_hands_hwmon_back_to_its_saved_mode_and_full_otherwise(cooli
     assert pwm(hwmon) == 255
 
 
+def test_metrics_carry_a_hostile_zone_name_and_a_sensor_listed_twice_never_fails_safe(cooling_pkg, tmp_path, hwmon, caplog):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    config = make_config(tmp_path, hwmon)
+    zone = 'cpu "0"\\\nrack'
+    config["zones"] = {zone: dict(config["zones"]["cpu"], sensors=[{"backend": "hwmon", "selector": "labfan/temp1_input"}])}
+    config["fan_groups"]["chassis"]["zones"] = [zone]
+    controller = cooling_pkg["controller"].Controller(config)
+    assert controller.cycle()["groups"]["chassis"]["failsafe"] is False
+    families = {family.name: family for family in text_string_to_metric_families(Path(config["metrics_file"]).read_text())}
+    [sample] = families["gpufabric_cooling_temperature_celsius"].samples
+    assert sample.labels["zone"] == zone and sample.value == 40.0
+    # The same sensor twice in a zone is one label set twice: the metrics are not written (and say why), the fans
+    # keep their curve.
+    config["zones"][zone]["sensors"] *= 2
+    controller = cooling_pkg["controller"].Controller(config)
+    with caplog.at_level(logging.WARNING):
+        assert controller.cycle()["groups"]["chassis"]["failsafe"] is False
+    assert "cannot write metrics" in caplog.text and "given twice" in caplog.text
+
+
 def test_cli_check_config_accepts_good_and_names_bad_keys(cooling_pkg, tmp_path, hwmon):
     config = make_config(tmp_path, hwmon)
     config["zones"]["cpu"]["sensors"] = [{"backend": "hwmon", "selector": "labfan/temp1_input"}]

@@ -32,7 +32,9 @@ from .cooling_sensors import (
     parse_redfish_leak_detector,
     parse_redfish_pump,
 )
+from .file_transaction import write_atomically
 from .parse_common import ParseError
+from .prometheus_text import Exposition, MetricError, write_textfile
 
 LOG = logging.getLogger("gpufabric-cooling")
 # Seconds between attempts to write to a fan backend that refused or did not answer (the group stays in fail-safe).
@@ -54,18 +56,9 @@ def sd_notify(message):
         LOG.warning("cannot notify systemd: %s", exc)
 
 
-def _label(value):
-    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
-
-
 def _atomic_write(path, text, mode=0o644):
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    temporary = os.path.join(directory, ".%s.tmp" % os.path.basename(path))
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(temporary, mode)
-    os.replace(temporary, path)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    write_atomically(path, text.encode("utf-8"), mode)
 
 
 def group_order(groups):
@@ -473,44 +466,47 @@ class Controller:
         path = self.config.get("metrics_file")
         if not path:
             return
-        lines = [
-            "# HELP gpufabric_cooling_temperature_celsius Temperature read by the cooling controller.",
-            "# TYPE gpufabric_cooling_temperature_celsius gauge",
-        ]
-        ok_lines = ["# HELP gpufabric_cooling_sensor_ok 1 when the sensor was read and is fresh.", "# TYPE gpufabric_cooling_sensor_ok gauge"]
+        # A metric that cannot be written (e.g. a sensor listed twice) is logged, never a reason to fail safe.
+        try:
+            text = self.metrics_text()
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            write_textfile(path, text)
+        except (OSError, MetricError) as exc:
+            LOG.warning("cannot write metrics to %s: %s", path, exc)
+
+    def metrics_text(self):
+        """The controller's metrics in the text exposition format."""
+        exposition = Exposition()
+        temperature = exposition.family("gpufabric_cooling_temperature_celsius", "Temperature read by the cooling controller.")
+        sensor_ok = exposition.family("gpufabric_cooling_sensor_ok", "1 when the sensor was read and is fresh.")
+        zone_duty = exposition.family("gpufabric_cooling_zone_duty_percent", "Duty the zone's curve asks for.")
+        fan_duty = exposition.family("gpufabric_cooling_fan_duty_percent", "Duty written to the fan group.")
+        failsafe = exposition.family("gpufabric_cooling_failsafe", "1 while the fan group is in fail-safe.")
+        liquid_alarm = exposition.family("gpufabric_cooling_liquid_alarm", "Active liquid-cooling alarms by source and kind.")
+        coolant = exposition.family("gpufabric_cooling_coolant_celsius", "Coolant temperature at a connector, supply or return side.")
+        flow = exposition.family("gpufabric_cooling_coolant_flow_lpm", "Coolant flow at a connector, litres per minute.")
+        last_cycle = exposition.family("gpufabric_cooling_last_cycle_timestamp_seconds", "When the last control cycle finished.")
         for zone, data in sorted(self.snapshot["zones"].items()):
             for reading in data["readings"]:
-                labels = 'zone="%s",backend="%s",sensor="%s"' % (_label(zone), _label(reading["backend"]), _label(reading["sensor"]))
+                labels = {"zone": zone, "backend": reading["backend"], "sensor": reading["sensor"]}
                 if reading["value"] is not None:
-                    lines.append("gpufabric_cooling_temperature_celsius{%s} %g" % (labels, reading["value"]))
-                ok_lines.append("gpufabric_cooling_sensor_ok{%s} %d" % (labels, 1 if reading["ok"] else 0))
-        lines += ok_lines
-        lines += ["# HELP gpufabric_cooling_zone_duty_percent Duty the zone's curve asks for.", "# TYPE gpufabric_cooling_zone_duty_percent gauge"]
-        lines += ['gpufabric_cooling_zone_duty_percent{zone="%s"} %g' % (_label(z), d["duty"]) for z, d in sorted(self.snapshot["zones"].items())]
-        lines += ["# HELP gpufabric_cooling_fan_duty_percent Duty written to the fan group.", "# TYPE gpufabric_cooling_fan_duty_percent gauge"]
-        lines += ['gpufabric_cooling_fan_duty_percent{group="%s"} %g' % (_label(g), d["duty"]) for g, d in sorted(self.snapshot["groups"].items())]
-        lines += ["# HELP gpufabric_cooling_failsafe 1 while the fan group is in fail-safe.", "# TYPE gpufabric_cooling_failsafe gauge"]
-        lines += ['gpufabric_cooling_failsafe{group="%s"} %d' % (_label(g), d["failsafe"]) for g, d in sorted(self.snapshot["groups"].items())]
-        lines += ["# HELP gpufabric_cooling_liquid_alarm Active liquid-cooling alarms by source and kind.", "# TYPE gpufabric_cooling_liquid_alarm gauge"]
+                    temperature.add(labels, reading["value"])
+                sensor_ok.add(labels, reading["ok"])
+            zone_duty.add({"zone": zone}, data["duty"])
+        for group, data in sorted(self.snapshot["groups"].items()):
+            fan_duty.add({"group": group}, data["duty"])
+            failsafe.add({"group": group}, data["failsafe"])
         for source, data in sorted(self.snapshot["liquid"].items()):
             for kind in ("leak", "coolant", "telemetry"):
-                count = sum(1 for event in data["events"] if event["kind"] == kind)
-                lines.append('gpufabric_cooling_liquid_alarm{source="%s",kind="%s"} %d' % (_label(source), kind, count))
+                liquid_alarm.add({"source": source, "kind": kind}, sum(1 for event in data["events"] if event["kind"] == kind))
             for connector in data["readings"].get("connectors", []):
-                for key, metric in (("supply_temp", "supply"), ("return_temp", "return")):
+                for key, side in (("supply_temp", "supply"), ("return_temp", "return")):
                     if connector[key] is not None:
-                        lines.append('gpufabric_cooling_coolant_celsius{source="%s",connector="%s",side="%s"} %g'
-                                     % (_label(source), _label(connector["name"]), metric, connector[key]))
+                        coolant.add({"source": source, "connector": connector["name"], "side": side}, connector[key])
                 if connector["flow_lpm"] is not None:
-                    lines.append('gpufabric_cooling_coolant_flow_lpm{source="%s",connector="%s"} %g'
-                                 % (_label(source), _label(connector["name"]), connector["flow_lpm"]))
-        lines += ["# HELP gpufabric_cooling_last_cycle_timestamp_seconds When the last control cycle finished.",
-                  "# TYPE gpufabric_cooling_last_cycle_timestamp_seconds gauge",
-                  "gpufabric_cooling_last_cycle_timestamp_seconds %.3f" % self.snapshot["time"]]
-        try:
-            _atomic_write(path, "\n".join(lines) + "\n")
-        except OSError as exc:
-            LOG.warning("cannot write metrics to %s: %s", path, exc)
+                    flow.add({"source": source, "connector": connector["name"]}, connector["flow_lpm"])
+        last_cycle.add({}, round(self.snapshot["time"], 3))
+        return exposition.render()
 
     def write_state(self):
         path = os.path.join(self.state_dir, "state.json")
