@@ -65,14 +65,14 @@ def _neighbour_by_interface(lldp):
     return {interface: found[0] for interface, found in neighbors_by_interface(neighbours).items()}
 
 
-def _switch_name(neighbour):
+def neighbour_switch_name(neighbour):
     """A switch's name is its LLDP system name, else its chassis ID (some switches send no name)."""
     if not neighbour:
         return None
     return neighbour.get("chassis_name") or neighbour.get("chassis_id")
 
 
-def _switch_port(neighbour):
+def neighbour_switch_port(neighbour):
     """The switch port as people name it: the port ID, unless the switch sent a MAC there (then the description)."""
     if not neighbour:
         return None
@@ -155,8 +155,8 @@ def _rail(rail, gpu, device, port, netdev, interface, neighbour, link_layer=None
         "link_layer": link_layer or layer,
         "mtu": interface.get("mtu"),
         "active_mtu": port.get("active_mtu") if port else None,
-        "switch": switch or _switch_name(neighbour),
-        "switch_port": switch_port or _switch_port(neighbour),
+        "switch": switch or neighbour_switch_name(neighbour),
+        "switch_port": switch_port or neighbour_switch_port(neighbour),
     }
 
 
