@@ -1,0 +1,86 @@
+"""The health role's rules (health_problems) and its desired-state module on a real file system: the four-step
+idempotence check of community.crypto (check, apply, check, apply), the installed sampler run once against its
+own expected state."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpufabric.core.plugins.module_utils import health_config as hc
+
+ROOT = Path(__file__).resolve().parents[3]
+BIN = Path(sys.executable).parent
+GOOD = {"health_interval": 5, "health_command_interval": 10, "health_thresholds": {}, "health_listen_address": "10.0.0.11",
+        "health_node_exporter_port": 9100, "health_rails": [], "health_target_labels": {}, "health_alertmanager_webhook_url": ""}
+
+
+def test_good_settings_have_no_problem():
+    assert hc.problems(GOOD) == []
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"health_interval": 0}, "health_interval"),
+    ({"health_thresholds": {"port_down_for": "30"}}, "health_thresholds.port_down_for"),
+    ({"health_thresholds": {"leaf_min_ratio": 1.5}}, "health_thresholds.leaf_min_ratio"),
+    ({"health_thresholds": {"no_such": 1}}, "health_thresholds.no_such"),
+    ({"health_rails": [{"rail": "rail0", "expected_rate_gbps": 4000}]}, "health_rails[0].expected_rate_gbps"),
+    ({"health_rails": [{"rail": "rail0\nfake", "netdev": "eth1"}]}, "health_rails[0].rail"),
+    ({"health_target_labels": {"rack": "r1\nr2"}}, "health_target_labels.rack"),
+    ({"health_listen_address": "mgmt0"}, "health_listen_address"),
+    ({"health_alertmanager_webhook_url": "ftp://x"}, "health_alertmanager_webhook_url"),
+])
+def test_bad_settings_are_named(change, named):
+    found = hc.problems(dict(GOOD, **change))
+    assert len(found) == 1 and found[0].startswith(named + ":"), found
+
+
+def _run(args, *options):
+    config = Path(tempfile.gettempdir()) / ("gpufabric-unit-ansible-%d.cfg" % os.getuid())
+    config.write_text("[defaults]\ninterpreter_python = %s\n" % sys.executable)
+    work = Path(tempfile.mkdtemp(prefix="gpufabric-health-config-"))
+    (work / "args.json").write_text(json.dumps(args))
+    (work / "play.yml").write_text(
+        "- hosts: localhost\n  connection: local\n  gather_facts: false\n  tasks:\n"
+        "    - gpufabric.core.health_config: \"{{ lookup('ansible.builtin.file', '%s') | from_json }}\"\n" % (work / "args.json"))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(config), ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
+               ANSIBLE_NOCOLOR="1", ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+               ANSIBLE_LOCALHOST_WARNING="0")
+    completed = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", str(work / "play.yml"), *options],
+                               env=env, cwd=str(ROOT), capture_output=True, text=True, timeout=180, check=False)
+    return json.loads(completed.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+def test_check_apply_check_apply_and_the_installed_sampler_runs(tmp_path):
+    import yaml
+    names = yaml.safe_load((ROOT / "roles" / "health" / "vars" / "main.yml").read_text())["__health_module_utils"]
+    module_utils = {name: (ROOT / "plugins" / "module_utils" / name).read_text() for name in names}
+    package = {name: (ROOT / "roles" / "health" / "files" / "gpufabric_health" / name).read_text()
+               for name in ("__init__.py", "__main__.py")}
+    textfile_dir = tmp_path / "textfile"
+    state = hc.expected_state("node1", [{"rail": "rail0", "netdev": "lo", "link_layer": "Ethernet"}], 5, 10,
+                              str(textfile_dir / "gpufabric_health.prom"))
+    args = {"expected_state": state, "module_utils": module_utils, "package": package, "services": False,
+            "lib_dir": str(tmp_path / "lib"), "bin_path": str(tmp_path / "bin" / "gpufabric-health"),
+            "state_file": str(tmp_path / "etc" / "expected.json"), "unit_file": str(tmp_path / "unit" / "gpufabric-health.service"),
+            "textfile_dir": str(textfile_dir), "listen_address": "127.0.0.1",
+            "web_config_file": str(tmp_path / "etc" / "web.yml"), "node_exporter_defaults_file": str(tmp_path / "default" / "ne")}
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "unit").mkdir()
+    (tmp_path / "default").mkdir()
+    first = _run(args, "--check")
+    assert first["changed"] and not (tmp_path / "lib").exists()
+    applied = _run(args, "--diff")
+    assert applied["changed"], applied
+    assert "--web.listen-address=127.0.0.1:9100" in (tmp_path / "default" / "ne").read_text()
+    assert not (tmp_path / "etc" / "web.yml").exists()  # no TLS, no basic auth: no web config
+    assert not _run(args, "--check")["changed"]
+    assert not _run(args)["changed"]
+    # The installed layout imports and samples: the loopback device as a rail.
+    out = subprocess.run([sys.executable, str(tmp_path / "bin" / "gpufabric-health"), "once", args["state_file"]],
+                         capture_output=True, text=True, check=True, env={"PATH": os.environ["PATH"]}).stdout
+    assert 'gpufabric_port_up{host="node1",rail="rail0",netdev="lo"' in out
