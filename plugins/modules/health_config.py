@@ -17,10 +17,42 @@ description:
     C(gpufabric-health.service) and C(prometheus-node-exporter.service).
   - Check mode reports what would change (diff included) and changes nothing.
 options:
-  expected_state:
-    description: The expected-state document (rails, PCIe devices, bonds, BGP/BFD peers, IPsec peers, intervals).
-    type: dict
+  host:
+    description: The inventory hostname (the C(host) label of every series).
+    type: str
     required: true
+  interval:
+    description: Seconds between samples.
+    type: int
+    default: 5
+  command_interval:
+    description: Seconds between runs of the sampler's commands.
+    type: int
+    default: 10
+  rails:
+    description: The rails to watch (rail, netdev, device, port, link_layer, expected_rate_gbps, leaf, leaf_port); empty takes the host's rails from O(fabric_map).
+    type: list
+    elements: dict
+    default: []
+  fabric_map:
+    description: The fabric map of gpufabric.core.fabric_map; each rail's expected leaf is its peers' leaf.
+    type: dict
+    default: {}
+  bonds:
+    description: The bonding role's bonds (name, members).
+    type: list
+    elements: dict
+    default: []
+  uplinks:
+    description: The routing role's uplinks (interface, peer, leaf, bfd).
+    type: list
+    elements: dict
+    default: []
+  ipsec:
+    description: The IPsec peers expected (peer, ike, child), as the ipsec role's mesh lists them.
+    type: list
+    elements: dict
+    default: []
   module_utils:
     description: File name to content of the collection's module_utils the sampler imports.
     type: dict
@@ -95,7 +127,8 @@ author:
 EXAMPLES = r"""
 - name: Write and run the health sampler
   gpufabric.core.health_config:
-    expected_state: "{{ __health_expected_state }}"
+    host: "{{ inventory_hostname }}"
+    fabric_map: "{{ health_fabric_map }}"
     module_utils: "{{ __health_module_utils_files }}"
     package: "{{ __health_package_files }}"
     listen_address: 10.0.0.11
@@ -128,7 +161,14 @@ NODE_EXPORTER = "prometheus-node-exporter.service"
 def main():
     module = AnsibleModule(
         argument_spec={
-            "expected_state": {"type": "dict", "required": True},
+            "host": {"type": "str", "required": True},
+            "interval": {"type": "int", "default": 5},
+            "command_interval": {"type": "int", "default": 10},
+            "rails": {"type": "list", "elements": "dict", "default": []},
+            "fabric_map": {"type": "dict", "default": {}},
+            "bonds": {"type": "list", "elements": "dict", "default": []},
+            "uplinks": {"type": "list", "elements": "dict", "default": []},
+            "ipsec": {"type": "list", "elements": "dict", "default": []},
             "module_utils": {"type": "dict", "required": True},
             "package": {"type": "dict", "required": True},
             "lib_dir": {"type": "path", "default": "/usr/local/lib/gpufabric-health"},
@@ -158,7 +198,10 @@ def main():
         problems.append("tls_cert_file and tls_key_file go together")
     if problems:
         module.fail_json(msg="Nothing was changed: %s" % "; ".join(problems))
-    params["textfile"] = params["expected_state"].get("textfile")
+    params["expected_state"] = hc.expected_state(
+        params["host"], params["rails"] or hc.rails_from_fabric_map(params["fabric_map"], params["host"]),
+        params["interval"], params["command_interval"], os.path.join(params["textfile_dir"], "gpufabric_health.prom"),
+        bonds=params["bonds"], uplinks=params["uplinks"], ipsec=params["ipsec"])
     desired = hc.desired_files(params)
     wanted_directories = hc.directories(params) + [(os.path.dirname(params["state_file"]), 0o755),
                                                    (os.path.dirname(params["web_config_file"]), 0o755)]

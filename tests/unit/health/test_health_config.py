@@ -62,9 +62,7 @@ def test_check_apply_check_apply_and_the_installed_sampler_runs(tmp_path):
     package = {name: (ROOT / "roles" / "health" / "files" / "gpufabric_health" / name).read_text()
                for name in ("__init__.py", "__main__.py")}
     textfile_dir = tmp_path / "textfile"
-    state = hc.expected_state("node1", [{"rail": "rail0", "netdev": "lo", "link_layer": "Ethernet"}], 5, 10,
-                              str(textfile_dir / "gpufabric_health.prom"))
-    args = {"expected_state": state, "module_utils": module_utils, "package": package, "services": False,
+    args = {"host": "node1", "rails": [{"rail": "rail0", "netdev": "lo", "link_layer": "Ethernet"}], "module_utils": module_utils, "package": package, "services": False,
             "lib_dir": str(tmp_path / "lib"), "bin_path": str(tmp_path / "bin" / "gpufabric-health"),
             "state_file": str(tmp_path / "etc" / "expected.json"), "unit_file": str(tmp_path / "unit" / "gpufabric-health.service"),
             "textfile_dir": str(textfile_dir), "listen_address": "127.0.0.1",
