@@ -1,51 +1,143 @@
 #!/usr/bin/env bash
-# The collection against every ansible-core release that meta/runtime.yml declares: for each release line below,
-# a virtual environment of its own (.venv-compat/core-X.Y, made once and reused while its pins are unchanged) runs
-# `ansible-test sanity` and the unit tests. The newest line is the project's own .venv, tested by scripts/test.sh.
+# The collection against every ansible-core release line that meta/runtime.yml declares, beside the project's own
+# .venv (2.19, which scripts/test.sh tests in full): per line, a virtual environment of its own (.venv-compat/core-X.Y,
+# made once and reused while its pins are unchanged) runs `ansible-test sanity` and the unit tests that exercise
+# ansible-core itself (`pytest -m ansible_core`: its CLI, module runner and plugin APIs; tests/unit/conftest.py marks
+# them). The other unit tests are plain Python over module_utils, the same on every line, and run once, on .venv.
+# A line whose ansible-core needs a newer Python than this machine's (2.20 and later need 3.12; Debian 12 has 3.11)
+# runs in the Debian 13 controller container (Python 3.13, `scripts/lab.sh controller-image`), the repository
+# mounted at its own path.
 #   scripts/compat.sh            every release line
 #   scripts/compat.sh 2.16       one
 #   scripts/compat.sh --list     the release lines, one a line
+#   scripts/compat.sh --playbook LINE NETWORK ARGS...
+#                                ansible-playbook ARGS from that line's controller (its environment made as above),
+#                                in the controller container on podman network NETWORK when the line needs it
+#                                (tests/integration/test_compat.py converges a lab from the newest line)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# The newest patch release of each line that runs on this controller's Python; keep in step with meta/runtime.yml.
-declare -A CORE_RELEASES=([2.16]=2.16.19 [2.17]=2.17.14 [2.18]=2.18.19)
+# The newest patch release of each line; keep in step with meta/runtime.yml.
+declare -A CORE_RELEASES=([2.16]=2.16.19 [2.17]=2.17.14 [2.18]=2.18.19 [2.20]=2.20.10 [2.21]=2.21.5)
+# The oldest controller Python of each line (its Requires-Python).
+declare -A CORE_PYTHON=([2.16]=3.10 [2.17]=3.10 [2.18]=3.11 [2.20]=3.12 [2.21]=3.12)
 if [[ ${1:-} == --list ]]; then
     printf '%s\n' "${!CORE_RELEASES[@]}" | sort -V
     exit 0
 fi
-lines=("$@")
-((${#lines[@]})) || mapfile -t lines < <(printf '%s\n' "${!CORE_RELEASES[@]}" | sort -V)
 
-for line in "${lines[@]}"; do
-    release=${CORE_RELEASES[$line]:-}
-    [[ -n $release ]] || { echo "compat: no ansible-core release line '$line' (known: ${!CORE_RELEASES[*]})" >&2; exit 2; }
-    venv=$ROOT/.venv-compat/core-$line
-    wanted=$( { echo "ansible-core==$release"; cat "$ROOT/tests/requirements-compat.txt"; } | sha256sum | cut -c1-64)
+# Make (or reuse) the line's virtual environment with this machine's python3; prints its directory.
+line_venv() {
+    local line=$1 release=${CORE_RELEASES[$1]} venv=$ROOT/.venv-compat/core-$1 wanted site main_site
+    wanted=$( { echo "ansible-core==$release"; python3 --version; cat "$ROOT/tests/requirements-compat.txt"; } |
+        sha256sum | cut -c1-64)
     if [[ "$(cat "$venv/.requirements.sha256" 2>/dev/null)" != "$wanted" ]]; then
-        echo "compat: making $venv (ansible-core $release)"
+        echo "compat: making $venv (ansible-core $release, $(python3 --version))" >&2
         rm -rf "$venv"
         python3 -m venv "$venv"
-        "$venv/bin/pip" install -q --disable-pip-version-check "ansible-core==$release" -r "$ROOT/tests/requirements-compat.txt"
+        "$venv/bin/pip" install -q --disable-pip-version-check "ansible-core==$release" \
+            -r "$ROOT/tests/requirements-compat.txt" >&2
         echo "$wanted" >"$venv/.requirements.sha256"
     fi
     # The collections galaxy.yml depends on, as the project's .venv has them (the json callback the unit tests read
     # results through is ansible.posix's), where ansible-core looks for installed collections.
     site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    main_site=$("$ROOT/.venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    main_site=$(echo "$(realpath "$ROOT/.venv")"/lib/python3*/site-packages)
     for dependency in ansible/posix community/general community/crypto; do
         mkdir -p "$site/ansible_collections/${dependency%/*}"
         ln -sfn "$main_site/ansible_collections/$dependency" "$site/ansible_collections/$dependency"
     done
+    echo "$venv"
+}
+
+# The line's tests: sanity, then the unit tests that exercise ansible-core. In the controller container, with the
+# collection copy for ansible-test made on the host.
+run_line() {
+    local line=$1 release=${CORE_RELEASES[$1]} venv start
+    venv=$(line_venv "$line")
     start=$SECONDS
-    echo "compat: ansible-core $release: ansible-test sanity"
+    echo "compat: ansible-core $release: ansible-test sanity ($(python3 --version))"
     GPUFABRIC_VENV=$venv "$ROOT/scripts/sanity.sh"
-    echo "compat: ansible-core $release: unit tests"
+    echo "compat: ansible-core $release: unit tests that exercise ansible-core"
     (
         export GPUFABRIC_VENV=$venv
         # shellcheck source=scripts/env.sh
         source "$ROOT/scripts/env.sh"
         cd "$ROOT"
-        pytest -q -p no:cacheprovider tests/unit
+        pytest -q -p no:cacheprovider -m ansible_core tests/unit
     )
     echo "compat: ansible-core $release passed in $((SECONDS - start)) s"
+}
+
+# A command of this script (--here LINE, or --playbook-here LINE ARGS) in the Debian 13 controller container: the
+# repository and the project's .venv (whose collections a line links) at their own paths, and this host's CA bundle
+# for pip, whose index the container reaches through the same network. PODMAN_OPTIONS adds options (a network).
+in_controller() {
+    local image venv_real
+    image=$("$ROOT/scripts/lab.sh" controller-image)
+    venv_real=$(realpath "$ROOT/.venv")
+    local mounts=(-v "$ROOT:$ROOT" -v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/host-ca.crt:ro)
+    [[ "$venv_real" == "$ROOT/.venv" ]] || mounts+=(-v "$venv_real:$venv_real:ro")
+    # shellcheck disable=SC2086  # options are separate words
+    podman run --rm "${mounts[@]}" ${PODMAN_OPTIONS:-} -w "$ROOT" -e PIP_CERT=/etc/ssl/certs/host-ca.crt \
+        "$image" "$ROOT/scripts/compat.sh" "$@"
+}
+
+# A line's tests in the controller container; the copy ansible-test needs is made here, where the git metadata is.
+run_line_in_controller() {
+    local line=$1 copy
+    copy=$(mktemp -d /tmp/gpufabric-compat.XXXXXX)
+    # shellcheck disable=SC2064  # expand now: remove this very directory
+    trap "rm -rf '$copy'" RETURN
+    mkdir -p "$copy/ansible_collections/gpufabric/core"
+    # shellcheck disable=SC2016  # expanded by the inner sh
+    (cd "$ROOT" && git ls-files -co --exclude-standard -z |
+        xargs -0 -r sh -c 'for f; do [ -e "$f" ] || [ -L "$f" ] && printf "%s\0" "$f"; done; exit 0' sh |
+        tar --null -T - -cf -) | tar -C "$copy/ansible_collections/gpufabric/core" -xf -
+    PODMAN_OPTIONS="-v $copy:$copy -e GPUFABRIC_SANITY_DIR=$copy -e GPUFABRIC_SANITY_PREPARED=1" \
+        in_controller --here "$line"
+}
+
+# ansible-playbook ARGS from the line's environment, with the project's settings (scripts/env.sh).
+run_playbook() {
+    local line=$1 venv
+    shift
+    venv=$(line_venv "$line")
+    export GPUFABRIC_VENV=$venv
+    # shellcheck source=scripts/env.sh
+    source "$ROOT/scripts/env.sh"
+    cd "$ROOT"
+    echo "compat: ansible-playbook from ansible-core ${CORE_RELEASES[$line]} ($(python3 --version))"
+    ansible-playbook "$@"
+}
+
+python_at_least() {
+    python3 -c 'import sys; sys.exit(sys.version_info[:2] < tuple(map(int, sys.argv[1].split("."))))' "$1"
+}
+
+case ${1:-} in
+    --here) run_line "$2"; exit 0 ;;
+    --playbook-here) shift; run_playbook "$@"; exit ;;
+    --playbook)
+        line=$2 network=$3
+        shift 3
+        [[ -n ${CORE_RELEASES[$line]:-} ]] || { echo "compat: no ansible-core release line '$line'" >&2; exit 2; }
+        if python_at_least "${CORE_PYTHON[$line]}"; then
+            run_playbook "$line" "$@"
+        else
+            PODMAN_OPTIONS="--network $network -e GPUFABRIC_LAB_NAME=${GPUFABRIC_LAB_NAME:-} -e ANSIBLE_FORCE_COLOR=false" \
+                in_controller --playbook-here "$line" "$@"
+        fi
+        exit
+        ;;
+esac
+lines=("$@")
+((${#lines[@]})) || mapfile -t lines < <(printf '%s\n' "${!CORE_RELEASES[@]}" | sort -V)
+for line in "${lines[@]}"; do
+    [[ -n ${CORE_RELEASES[$line]:-} ]] || { echo "compat: no ansible-core release line '$line' (known: ${!CORE_RELEASES[*]})" >&2; exit 2; }
+    if python_at_least "${CORE_PYTHON[$line]}"; then
+        run_line "$line"
+    else
+        echo "compat: ansible-core ${CORE_RELEASES[$line]} needs Python ${CORE_PYTHON[$line]}: in the Debian 13 controller container"
+        run_line_in_controller "$line"
+    fi
 done

@@ -7,6 +7,9 @@
 #   scripts/lab.sh down       remove the lab's nodes, network, inventory and key
 #   scripts/lab.sh image      build (or reuse) the image of GPUFABRIC_LAB_RELEASE only; prints its name
 #   scripts/lab.sh host-setup install podman, runc and debootstrap when missing and write the Podman config
+#   scripts/lab.sh controller-image
+#                             build (or reuse) the Debian 13 controller image: the trixie lab image with what an
+#                             Ansible controller needs beside Python 3.13 (venv, git, shellcheck); prints its name
 #
 # Releases: one recipe builds every release, the release is a parameter. GPUFABRIC_LAB_RELEASE (bookworm, trixie or
 # forky, Debian testing; debian12, debian13 and debian14 are accepted as aliases; default bookworm) is the release of
@@ -31,6 +34,11 @@ IMAGE_REPO=localhost/gpufabric-lab
 DEBOOTSTRAP_SCRIPTS=/usr/share/debootstrap/scripts
 DEBOOTSTRAP_FALLBACK_SCRIPT=sid
 LAB_RELEASES_KNOWN=(bookworm trixie forky)
+# The controller image: the lab image of CONTROLLER_RELEASE and these packages (scripts/compat.sh runs the ansible-core
+# lines that need a newer Python than the host's in it).
+CONTROLLER_REPO=localhost/gpufabric-controller
+CONTROLLER_RELEASE=trixie
+CONTROLLER_PACKAGES="python3-venv git shellcheck"
 # The release :latest names: the one every scenario and helper used before Debian 13 joined.
 LAB_DEFAULT_RELEASE=bookworm
 PODMAN_CONF=/etc/containers/containers.conf.d/50-gpufabric-lab.conf
@@ -172,6 +180,11 @@ ensure_image() {
     local release tag
     release=$(release_name "$1")
     tag=$(image_tag "$release")
+    # One build of a release at a time from this checkout: a second caller (a Molecule scenario's create, while
+    # scripts/test.sh builds the images in the background) waits for the first, then reuses its image.
+    mkdir -p "$ROOT/.cache"
+    exec 8>>"$ROOT/.cache/lab-image-$release.lock"
+    flock 8
     if podman image exists "$IMAGE_REPO:$tag"; then
         log "reusing cached image $IMAGE_REPO:$tag"
     else
@@ -196,7 +209,29 @@ ensure_image() {
     fi
     podman tag "$IMAGE_REPO:$tag" "$IMAGE_REPO:$release"
     [[ "$release" != "$LAB_DEFAULT_RELEASE" ]] || podman tag "$IMAGE_REPO:$tag" "$IMAGE_REPO:latest"
+    exec 8>&-
     echo "$IMAGE_REPO:$tag"
+}
+
+# The controller image, built from the lab image of its release when its tag (that image's and the package list's
+# hash) is new; prints its name.
+controller_image() {
+    local base tag
+    base=$(ensure_image "$CONTROLLER_RELEASE")
+    tag=$CONTROLLER_RELEASE-$(echo "$base $CONTROLLER_PACKAGES" | sha256sum | cut -c1-12)
+    # One build at a time, as for the lab images.
+    exec 7>>"$ROOT/.cache/lab-controller-image.lock"
+    flock 7
+    if ! podman image exists "$CONTROLLER_REPO:$tag"; then
+        log "building $CONTROLLER_REPO:$tag from $base"
+        printf 'FROM %s\nRUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends %s >/dev/null && rm -rf /var/cache/apt/archives/*.deb\n' \
+            "$base" "$CONTROLLER_PACKAGES" | podman build -q -t "$CONTROLLER_REPO:$tag" -f - >/dev/null ||
+            die "building the controller image failed"
+        podman images --format '{{.Repository}}:{{.Tag}}' "$CONTROLLER_REPO" | grep -v -e ":$tag\$" |
+            xargs -r podman rmi >/dev/null 2>&1 || true
+    fi
+    exec 7>&-
+    echo "$CONTROLLER_REPO:$tag"
 }
 
 # The release of each node, one a line: GPUFABRIC_LAB_RELEASES (one per node) or GPUFABRIC_LAB_RELEASE for all.
@@ -418,5 +453,6 @@ case "${1:-}" in
         ensure_image "${GPUFABRIC_LAB_RELEASE:-$LAB_DEFAULT_RELEASE}"
         ;;
     host-setup) host_setup ;;
-    *) die "usage: scripts/lab.sh up [N] | down | image | host-setup" ;;
+    controller-image) host_setup; controller_image ;;
+    *) die "usage: scripts/lab.sh up [N] | down | image | host-setup | controller-image" ;;
 esac

@@ -36,12 +36,16 @@ runpy.run_module("pip", run_name="__main__", alter_sys=True)
 PY
 done
 
-rm -rf "$DEST"
-mkdir -p "$DEST"
-# Tracked files deleted in the working tree are left out (tar would stop on them).
-# shellcheck disable=SC2016  # expanded by the inner sh
-(cd "$ROOT" && git ls-files -co --exclude-standard -z |
-    xargs -0 -r sh -c 'for f; do [ -e "$f" ] || [ -L "$f" ] && printf "%s\0" "$f"; done; exit 0' sh |
-    tar --null -T - -cf -) | tar -C "$DEST" -xf -
+# GPUFABRIC_SANITY_PREPARED=1: the caller made the copy already (scripts/compat.sh, on the host, for a line that runs
+# in a container without the repository's git metadata).
+if [[ "${GPUFABRIC_SANITY_PREPARED:-0}" != 1 ]]; then
+    rm -rf "$DEST"
+    mkdir -p "$DEST"
+    # Tracked files deleted in the working tree are left out (tar would stop on them).
+    # shellcheck disable=SC2016  # expanded by the inner sh
+    (cd "$ROOT" && git ls-files -co --exclude-standard -z |
+        xargs -0 -r sh -c 'for f; do [ -e "$f" ] || [ -L "$f" ] && printf "%s\0" "$f"; done; exit 0' sh |
+        tar --null -T - -cf -) | tar -C "$DEST" -xf -
+fi
 cd "$DEST"
 ansible-test sanity --local --python "$PYTHON_VERSION" --color no "$@"

@@ -8,16 +8,21 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 started=$SECONDS
+# Each stage's time, for the table printed at the end (scripts/test_table.py, with the tests' own times).
+STAGES=$ROOT/.cache/test-logs/stages.tsv
+mkdir -p "$(dirname "$STAGES")"
+rm -f "$STAGES" "$ROOT/.cache/test-logs/test-timings.json"
 stage() {
     local name=$1 start=$SECONDS rc=0
     shift
     "$@" || rc=$?
     # stderr: a stage whose output is discarded still reports its time.
     echo "test.sh: stage '$name' took $((SECONDS - start)) s (exit $rc)" >&2
+    printf '%s\t%d\t%d\n' "$name" "$((SECONDS - start))" "$rc" >>"$STAGES"
     return "$rc"
 }
 stage setup "$ROOT/scripts/setup.sh"
-# The VM lab's image and the saved snapshot every *_kernel scenario restores, made in the background from here on:
+# The VM lab's image and the saved snapshot the kernel scenario restores, made in the background from here on:
 # beside the container images, then at the background worker's priority beside the first tests. The first VM
 # scenario's `vmlab.sh up` waits for them (vmlab.sh's build lock) instead of building them on the foreground worker,
 # where they cost about 7 minutes. A lab name and ports of its own; it leaves nothing running. Should it fail, that
@@ -31,17 +36,31 @@ vm_snapshot() {
 }
 stage "VM image and snapshot (in the background)" vm_snapshot &
 vm_snapshot=$!
-# Every release a scenario's platforms or the site test name (see .config/molecule/create.yml).
-for release in bookworm trixie forky; do
-    stage "lab image $release" env GPUFABRIC_LAB_RELEASE=$release "$ROOT/scripts/lab.sh" image >/dev/null
-done
+# The container images, also in the background while the first tests run: every release a scenario's platforms or
+# the site test name, then the Debian 13 controller of the newest ansible-core lines (scripts/compat.sh). A scenario
+# that needs one before it is built waits for its build (scripts/lab.sh image, from .config/molecule/create.yml).
+# shellcheck disable=SC2317  # run through stage, below
+lab_images() {
+    local release
+    for release in bookworm trixie forky; do
+        stage "lab image $release (in the background)" env GPUFABRIC_LAB_RELEASE=$release "$ROOT/scripts/lab.sh" image \
+            >/dev/null
+    done
+    stage "controller image (in the background)" "$ROOT/scripts/lab.sh" controller-image >/dev/null
+}
+lab_images &
+lab_images=$!
 # shellcheck source=scripts/env.sh
 source "$ROOT/scripts/env.sh"
 cd "$ROOT"
 rc=0
 stage pytest pytest -p no:cacheprovider -o console_output_style=count --durations=40 -n 2 --dist loadgroup \
     tests/unit tests/browser tests/integration "$@" || rc=$?
-# Long done by now; nothing of it outlives this script.
+# Long done by now; nothing of them outlives this script.
 wait "$vm_snapshot" || true
+wait "$lab_images" || true
+printf '%s\t%d\t%d\n' "all stages" "$((SECONDS - started))" "$rc" >>"$STAGES"
+echo
+python3 "$ROOT/scripts/test_table.py" || true
 echo "test.sh: all stages took $((SECONDS - started)) s"
 exit "$rc"

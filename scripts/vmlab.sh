@@ -2,7 +2,7 @@
 # The gpufabric VM lab: QEMU virtual machines running Debian 12 with Debian's own generic kernel, for what the
 # container lab cannot show because it shares this machine's kernel (kernel bonding with LACP, 802.1Q, kernel ESP,
 # Soft-RoCE, module options). Every VM has a management NIC (user-mode networking, SSH forwarded to 127.0.0.1)
-# and point-to-point data links to each other VM (two per pair, UDP sockets on 127.0.0.1). Everything a lab
+# and point-to-point data links to each other VM (three per pair, UDP sockets on 127.0.0.1). Everything a lab
 # starts is recorded in its state directory .lab/vm-<name>/ (PID files, monitor sockets, overlays), so `down`
 # stops exactly that and nothing else. Every VM boots through the image's own bootloader (GRUB for BIOS in the
 # MBR of the image's disk, SeaBIOS being QEMU's default firmware), which loads Debian's /vmlinuz and /initrd.img:
@@ -35,8 +35,9 @@ CACHE_DIR=$ROOT/.cache/vmlab
 SSH_PORT_BASE=${GPUFABRIC_VMLAB_SSH_PORT:-22400}
 LINK_PORT_BASE=${GPUFABRIC_VMLAB_LINK_PORT:-22500}
 MEMORY=${GPUFABRIC_VMLAB_MEMORY:-768}
-# Two data links between every pair of VMs: enough for a bond of two members with each VM the other's partner.
-LINKS_PER_PAIR=2
+# Three data links between every pair of VMs: a bond of two members with each VM the other's partner, and a third
+# link beside it (a second RDMA rail, as a GPU server has several). Part of a snapshot's name: its devices.
+LINKS_PER_PAIR=3
 SNAPSHOT_NAME=lab-ready
 # TCG is slow and the machine shared: a VM boots to SSH in one to three minutes.
 BOOT_TIMEOUT=${GPUFABRIC_VMLAB_BOOT_TIMEOUT:-420}
@@ -549,7 +550,7 @@ lab_up() {
     echo "$SSH_PORT_BASE" >"$STATE_DIR/ssh-port-base"
     link_table "$count" >"$STATE_DIR/links"
     # A snapshot holds the devices of a lab of this size, on this accelerator, with this memory size.
-    snapdir=$image/snapshot-$accel-n$count-m$MEMORY
+    snapdir=$image/snapshot-$accel-n$count-l$LINKS_PER_PAIR-m$MEMORY
     if [[ "${GPUFABRIC_VMLAB_SNAPSHOT:-1}" == 0 ]]; then
         release_build_lock
         ssh-keygen -q -t ed25519 -N '' -C "gpufabric-$LAB_NAME" -f "$STATE_DIR/id_ed25519"

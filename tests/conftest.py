@@ -6,19 +6,28 @@ bandwidth gates, and the site test. They leave part of the CPU idle while they w
 worker runs everything else at a lower priority in that idle time: unit tests, sanity on each ansible-core line,
 lint, docs, the inventory checks, packaging, and the scenarios whose assertions hold at any speed (the container
 ipsec scenario among them: its waits poll for a state with a deadline, nothing measures a rate or a timer). The VM
-scenarios come last on the foreground worker, so that the image and snapshot scripts/test.sh builds for them in the
+scenario comes last on the foreground worker, so that the image and snapshot scripts/test.sh builds for them in the
 background are ready when the first starts. Run without -n, as a developer running one file does, the tests run in
 one process as before.
 """
 
+import json
 import os
 import re
+import time
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
+from integration.integration_helpers import VM_SCENARIOS
+
+# Where each test's time goes for scripts/test.sh's end-of-run table (scripts/test_table.py reads it).
+TIMINGS = Path(__file__).resolve().parents[1] / ".cache" / "test-logs" / "test-timings.json"
+
 # Scenarios without protocol timers or bandwidth gates in what they assert.
 BACKGROUND_SCENARIOS = {"discover", "ipsec", "nccl", "rdma", "scheduler"}
+
 BACKGROUND_NICENESS = 10
 
 
@@ -42,9 +51,9 @@ def group_of(nodeid):
 def pytest_collection_modifyitems(items):
     for item in items:
         item.add_marker(pytest.mark.xdist_group(group_of(item.nodeid)))
-    # The VM scenarios last on their worker: scripts/test.sh builds their image and snapshot in the background
-    # meanwhile, and the first of them would otherwise wait for it.
-    items.sort(key=lambda item: (scenario_of(item.nodeid) or "").endswith("_kernel"))
+    # The VM scenario last on its worker: scripts/test.sh builds its image and snapshot in the background
+    # meanwhile, and it would otherwise wait for them.
+    items.sort(key=lambda item: scenario_of(item.nodeid) in VM_SCENARIOS)
 
 
 def pytest_runtest_setup(item):
@@ -55,13 +64,35 @@ def pytest_runtest_setup(item):
             os.nice(BACKGROUND_NICENESS - current)
 
 
+_STARTED = pytest.StashKey[float]()
+
+
+def pytest_sessionstart(session):
+    session.config.stash[_STARTED] = time.monotonic()
+
+
 def pytest_terminal_summary(terminalreporter):
     # Each group's own time, beside the session's wall time that pytest prints: the stages of one CI run.
     seconds = defaultdict(float)
+    tests = defaultdict(lambda: {"seconds": 0.0, "outcome": "passed"})
     for reports in terminalreporter.stats.values():
         for report in reports:
             if getattr(report, "when", None) in ("setup", "call", "teardown"):
                 seconds[group_of(report.nodeid)] += report.duration
+                test = tests[report.nodeid]
+                test["seconds"] += report.duration
+                if report.outcome != "passed" and test["outcome"] == "passed":
+                    test["outcome"] = report.outcome
     if seconds:
         terminalreporter.write_line("test time per group: " + ", ".join(
             "%s %.0f s" % (group, seconds[group]) for group in sorted(seconds)))
+    # Only the session that ran the workers (or the single process) writes the table's input.
+    if os.environ.get("PYTEST_XDIST_WORKER") or not tests:
+        return
+    wall = time.monotonic() - terminalreporter.config.stash.get(_STARTED, time.monotonic())
+    TIMINGS.parent.mkdir(parents=True, exist_ok=True)
+    TIMINGS.write_text(json.dumps({
+        "wall_seconds": wall,
+        "workers": int(getattr(terminalreporter.config.option, "numprocesses", 0) or 1),
+        "tests": [dict(test, nodeid=nodeid, group=group_of(nodeid)) for nodeid, test in sorted(tests.items())],
+    }, indent=1))

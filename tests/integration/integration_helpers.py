@@ -6,6 +6,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = ROOT / ".cache" / "test-logs"
+# The Molecule scenario on QEMU VMs (scripts/vmlab.sh), whose image and snapshot scripts/test.sh builds in the
+# background (tests/conftest.py runs it last on its worker).
+VM_SCENARIOS = {"kernel"}
 
 
 def run_logged(name, argv, timeout, env=None, cwd=ROOT):

@@ -4,12 +4,12 @@ import re
 
 import pytest
 
-from integration_helpers import ROOT, run_logged, tail
+from integration_helpers import ROOT, VM_SCENARIOS, run_logged, tail
 
 SCENARIOS = sorted(p.parent.name for p in (ROOT / "molecule").glob("*/molecule.yml"))
 
 
-# The *_kernel scenarios boot QEMU VMs under software emulation; rdma_kernel also rebuilds an initramfs and reboots.
+# The VM scenario boots QEMU VMs under software emulation, rebuilds an initramfs and reboots them.
 VM_SCENARIO_TIMEOUT = 1800
 CONTAINER_SCENARIO_TIMEOUT = 1200
 
@@ -26,7 +26,7 @@ def verifier_failures(out):
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_molecule_scenario(scenario):
-    timeout = VM_SCENARIO_TIMEOUT if scenario.endswith("_kernel") else CONTAINER_SCENARIO_TIMEOUT
+    timeout = VM_SCENARIO_TIMEOUT if scenario in VM_SCENARIOS else CONTAINER_SCENARIO_TIMEOUT
     rc, out = run_logged(f"molecule-{scenario}", ["molecule", "test", "-s", scenario], timeout=timeout)
     assert rc == 0, f"molecule test -s {scenario} failed; full log in .cache/test-logs/molecule-{scenario}.log\n" + (
         verifier_failures(out) + "\n" + tail(out, 80))

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """scripts/vmlab.sh refuses bad input with a clear message before it starts, builds or removes anything.
 
-The VMs themselves run in the *_kernel Molecule scenarios (whose snapshot `make test` saves first with `snapshot`) and
+The VMs themselves run in the kernel Molecule scenario (whose snapshot `make test` saves first with `snapshot`) and
 the VM benchmark; these tests start none.
 """
 
