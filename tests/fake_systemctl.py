@@ -64,6 +64,9 @@ class FakeSystemd:
             state["active"] = True
         elif verb == "stop":
             state["active"] = False
+        elif verb == "reload":
+            # systemd refuses to reload a unit that is not running.
+            answer = (0, "", "") if state["active"] else (1, "", "Unit %s cannot be reloaded because it is inactive." % unit)
         else:
             answer = 1, "", "Unknown command verb %s." % verb
         self.save(state)

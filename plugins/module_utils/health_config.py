@@ -16,15 +16,21 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
+import socket
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_rules
+from ansible_collections.gpufabric.core.plugins.module_utils import health_rules, swanctl_mesh
 
 # The fastest Ethernet and InfiniBand ports sold (800 Gb/s: ConnectX-8, XDR) with room for the next generation; an
 # expected rate above this is a typo (Mb/s given as Gb/s), not a NIC.
 MAX_PORT_RATE_GBPS = 1600
 MANAGED = "Ansible managed"
+# Labels of the gpufabric series themselves: a target label of the same name would overwrite theirs.
+RESERVED_TARGET_LABELS = frozenset(("host", "rail", "netdev", "device", "port", "leaf", "leaf_port", "seen_leaf",
+                                    "seen_port", "peer", "child", "bond", "source", "pci", "kind", "job", "instance"))
 PACKAGE = "gpufabric_health"
 _UNIT_NAME = re.compile(r"^[A-Za-z0-9_.@-]+\.service$")
+# A DNS name (RFC 1123 labels): what an inventory's ansible_host holds when it is not an address.
+_HOST_NAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
 
 
 def _has_line_break(value):
@@ -38,6 +44,14 @@ def _number(value):
         return float(value)
     except (TypeError, ValueError):
         return None
+
+
+def _is_ip(text):
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def threshold_problems(thresholds, name="health_thresholds"):
@@ -83,11 +97,9 @@ def problems(settings):
                      % (settings.get("health_command_interval"),))
     found += threshold_problems(settings.get("health_thresholds") or {})
     address = settings.get("health_listen_address")
-    if address not in (None, ""):
-        try:
-            ipaddress.ip_address(str(address))
-        except ValueError:
-            found.append("health_listen_address: %r is not an IP address (the management address)" % (address,))
+    if not isinstance(address, str) or not (_is_ip(address) or _HOST_NAME.fullmatch(address)):
+        found.append("health_listen_address: %r is neither an IP address nor a host name (node_exporter listens "
+                     "on the management address only)" % (address,))
     port = settings.get("health_node_exporter_port")
     if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
         found.append("health_node_exporter_port: %r is not a TCP port" % (port,))
@@ -105,15 +117,53 @@ def problems(settings):
         for key, value in rail.items():
             if _has_line_break(value):
                 found.append("%s.%s: a label value must not hold a line break" % (where, key))
-    for name in ("health_target_labels",):
-        for key, value in (settings.get(name) or {}).items():
-            if _has_line_break(value) or _has_line_break(key):
-                found.append("%s.%s: a target label must not hold a line break" % (name, key))
-            elif not re.match(r"^[a-zA-Z_][a-zA-Z0-9_]*$", str(key)) or str(key).startswith("__"):
-                found.append("%s.%s: not a Prometheus label name" % (name, key))
+    found += target_label_problems(settings.get("health_target_labels"))
     webhook = settings.get("health_alertmanager_webhook_url") or ""
-    if webhook and not re.match(r"^https?://[^\s]+$", webhook):
-        found.append("health_alertmanager_webhook_url: %r is not an http(s) URL" % webhook)
+    if not isinstance(webhook, str) or webhook and not re.match(r"^https?://[^\s]+$", webhook):
+        found.append("health_alertmanager_webhook_url: %r is not an http(s) URL" % (webhook,))
+    priority = settings.get("health_roce_ecn_priority")
+    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 7):
+        found.append("health_roce_ecn_priority: %r is not a priority (0 to 7, or null for no ECN check)" % (priority,))
+    found += monitoring_problems(settings)
+    return found
+
+
+def target_label_problems(labels, name="health_target_labels"):
+    """What is wrong with a host's scrape-target labels: each must be a Prometheus label name (and not one the
+    health series carry themselves) with a value on one line."""
+    if labels in (None, ""):
+        return []
+    if not isinstance(labels, dict):
+        return ["%s must be a mapping of label names to values" % name]
+    found = []
+    for key, value in labels.items():
+        if _has_line_break(value) or _has_line_break(key):
+            found.append("%s.%s: a target label must not hold a line break" % (name, key))
+        elif not re.match(r"^[a-zA-Z_][a-zA-Z0-9_]*$", str(key)) or str(key).startswith("__"):
+            found.append("%s.%s: not a Prometheus label name" % (name, key))
+        elif key in RESERVED_TARGET_LABELS:
+            found.append("%s.%s: the health series carry this label themselves (reserved: %s)"
+                         % (name, key, ", ".join(sorted(RESERVED_TARGET_LABELS))))
+        elif not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            found.append("%s.%s: %r is not a text or a number" % (name, key, value))
+    return found
+
+
+def monitoring_problems(settings):
+    """What is wrong with the monitoring side's variables (playbooks/monitoring.yml), each naming its variable."""
+    found = []
+    directory = settings.get("health_monitoring_dir")
+    if not isinstance(directory, str) or not directory.startswith("/") or _has_line_break(directory):
+        found.append("health_monitoring_dir: %r is not an absolute directory path" % (directory,))
+    for name in ("health_monitoring_scrape_interval", "health_monitoring_evaluation_interval"):
+        value = settings.get(name)
+        try:
+            seconds = health_rules.duration_seconds(value)
+        except ValueError as exc:
+            found.append("%s: %s" % (name, exc))
+            continue
+        if not 1 <= seconds <= 3600:
+            found.append("%s: %s is out of range (1s to 1h)" % (name, value))
     return found
 
 
@@ -135,6 +185,83 @@ def expected_state(host, rails, interval, command_interval, textfile, bonds=(), 
         "ipsec": [{"peer": item["peer"], "ike": item["ike"], "child": item["child"]}
                   for item in ipsec if not item.get("absent")],
     }
+
+
+def listen_address(name, resolve=socket.getaddrinfo):
+    """The address node_exporter listens on, asked on the host itself: name when it is an IP address of this host,
+    else the first address name resolves to that is one of this host's (the inventory's ansible_host is often a DNS
+    name of the management interface). ValueError, naming what was tried, when none is."""
+    if _is_ip(name):
+        candidates = [name]
+    else:
+        try:
+            candidates = list(dict.fromkeys(info[4][0] for info in resolve(name, None, 0, socket.SOCK_STREAM)))
+        except (OSError, UnicodeError) as exc:
+            raise ValueError("health_listen_address: %r does not resolve on this host (%s)" % (name, exc))
+    for address in candidates:
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        try:
+            # Binding succeeds only for an address configured on this host: node_exporter would fail on any other.
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.bind((address, 0))
+        except OSError:
+            continue
+        return address
+    raise ValueError("health_listen_address: %r (%s) is not an address of this host"
+                     % (name, ", ".join(candidates) or "no address"))
+
+
+def ipsec_expected(host, members, gateways=(), revoked=(), prefix=swanctl_mesh.CONNECTION_PREFIX):
+    """The CHILD SAs the ipsec role's mesh gives this host (peer, ike, child), from the inventory alone: every
+    other member of the mesh group and every gateway, less the revoked hosts; [] when the host is no member.
+    The connection names are swanctl_mesh's."""
+    if host not in (members or []):
+        return []
+    peers = sorted(set(members) - {host}) + [gateway for gateway in gateways or [] if gateway not in members]
+    return [{"peer": peer, "ike": swanctl_mesh.connection_name(prefix, peer),
+             "child": swanctl_mesh.connection_name(prefix, peer)}
+            for peer in peers if peer not in set(revoked or [])]
+
+
+def _pci_address(value):
+    """sysfs spells a PCI address 0000:18:00.0 (lower case, 4-digit domain); nvidia-smi 00000000:18:00.0."""
+    match = re.match(r"^(?:([0-9A-Fa-f]{4,8}):)?([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])$", str(value or ""))
+    if not match:
+        return None
+    return "%04x:%s:%s.%s" % (int(match.group(1) or "0", 16), match.group(2).lower(), match.group(3).lower(),
+                              match.group(4))
+
+
+def pcie_from_topology(topology):
+    """The PCIe links to watch, from gpufabric_topology: every GPU and every RDMA NIC with its address, each with
+    the rail it serves (topology's rails: GPU i and its nearest NIC)."""
+    topology = topology or {}
+    rails = topology.get("rails") or []
+    by_gpu = {rail.get("gpu"): "rail%s" % rail.get("rail") for rail in rails if rail.get("gpu")}
+    by_nic = {rail.get("device"): "rail%s" % rail.get("rail") for rail in rails if rail.get("device")}
+    links = []
+    for gpu in (topology.get("gpus") or {}).get("devices") or []:
+        address = _pci_address(gpu.get("pci_bus_id"))
+        if address:
+            links.append({"pci": address, "device": gpu.get("name"), "kind": "gpu", "rail": by_gpu.get(gpu.get("name"))})
+    for nic in (topology.get("rdma") or {}).get("devices") or []:
+        address = _pci_address(nic.get("pci_address"))
+        if address:
+            links.append({"pci": address, "device": nic.get("name"), "kind": "nic", "rail": by_nic.get(nic.get("name"))})
+    return links
+
+
+def with_roce_expectations(rails, ecn_priority):
+    """RoCE rails (Ethernet link layer on an RDMA device) expected with ECN on at ecn_priority (None: not
+    checked); a rail that names its own roce settings keeps them."""
+    out = []
+    for rail in rails:
+        rail = dict(rail)
+        if ecn_priority is not None and rail.get("device") and rail.get("link_layer") == "Ethernet" \
+                and "roce" not in rail:
+            rail["roce"] = {"ecn_priority": ecn_priority}
+        out.append(rail)
+    return out
 
 
 def rails_from_fabric_map(fabric_map, host):

@@ -10,15 +10,20 @@ Gpufabric<What>, gpufabric_scope node|leaf|rail, gpufabric_remediation drain|rep
 page|warning|info, and the series' own host, rail, netdev, device, port, leaf, leaf_port; annotations summary,
 expected and actual.
 
-Hysteresis, in the defaults of thresholds() (each a role variable):
-- a port down for port_down_for (30 s: twice the sampler's default 5 s interval and two 15 s scrapes, so a link
-  that is really down pages within the 30 s target, while a carrier blip of a few seconds does not);
+Hysteresis, in DEFAULT_THRESHOLDS (each overridable through health_thresholds), for the default intervals: the
+sampler every 5 s, Prometheus scraping and evaluating every 10 s (the generated prometheus.yml):
+- a port down for port_down_for (10 s): seen down by two evaluations in a row, so that a carrier blip shorter than
+  one evaluation does not page, while a link that is really down pages in 20-35 s (sample, scrape and evaluation
+  delays added; benchmarks/bench_health.py measures it), within the 30 s target for its median;
 - a port that changed state flap_changes (4) times within flap_window (5m): "fails twice within 5 minutes" is two
   downs and two ups, a flap that pages even though each down healed before port_down_for;
 - more than one lost carrier in 6 hours (carrier changes > 2 in 6h: a second down within 6 h) is a warning;
 - the leaf alert (the same rail down on leaf_min_hosts (2) or more hosts and at least half of the hosts behind one
-  leaf) waits leaf_down_for (15 s), half of port_down_for, so that it fires first and its inhibition holds back
-  the node alerts behind it before Alertmanager sends them;
+  leaf) waits leaf_down_for (0s): it fires at the first evaluation that sees the ports down, one evaluation before
+  the node alerts it inhibits, so that Alertmanager holds those back before it sends them;
+- a bond member out of LACP sync waits bond_for (10 s), as a port does: a lost partner is a lost link;
+- BGP and BFD wait routing_for (30 s): BFD itself detects in under a second, a session that does not come back in
+  30 s is not a restart;
 - cabling, PCIe, rate and QoS alerts wait 1-5 minutes: they do not heal by themselves and a renegotiation takes
   seconds; "cannot see" waits cannot_see_for (2m).
 """
@@ -31,8 +36,8 @@ RULES_GROUP = "gpufabric"
 _DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)$")
 
 DEFAULT_THRESHOLDS = {
-    "port_down_for": "30s",
-    "leaf_down_for": "15s",
+    "port_down_for": "10s",
+    "leaf_down_for": "0s",
     "leaf_min_hosts": 2,
     "leaf_min_ratio": 0.5,
     "flap_changes": 4,
@@ -41,7 +46,7 @@ DEFAULT_THRESHOLDS = {
     "rate_low_for": "2m",
     "cabling_for": "1m",
     "pcie_for": "5m",
-    "bond_for": "30s",
+    "bond_for": "10s",
     "routing_for": "30s",
     "ipsec_for": "1m",
     "qos_for": "5m",
@@ -150,8 +155,9 @@ def rule_groups(thresholds=None, evaluation_interval=None):
                "report", "page", "{{ $labels.rail }} is down behind {{ $value }} leaves", "the rail up",
                "down behind {{ $value }} leaves"),
     ]
-    groups = [{"name": RULES_GROUP + "-rollups", "rules": recording},
-              {"name": RULES_GROUP + "-alerts", "rules": alerts}]
+    # One group: its rules run in order at one evaluation, so the alerts read this evaluation's roll-ups (two groups
+    # run at their own offsets, and the leaf alert could lag the node alerts it must inhibit).
+    groups = [{"name": RULES_GROUP, "rules": recording + alerts}]
     if evaluation_interval:
         for group in groups:
             group["interval"] = evaluation_interval
@@ -188,14 +194,45 @@ def alertmanager_config(webhook_url=None, receiver_default="gpufabric-default", 
     }
 
 
-def file_sd_targets(hosts, port):
-    """file_sd target groups, one per host: its address:port and labels host, group, rack (each host's own)."""
+def target_address(address, port):
+    """host:port as Prometheus writes a target ([v6]:port for an IPv6 address)."""
+    address = str(address)
+    return "[%s]:%d" % (address, int(port)) if ":" in address else "%s:%d" % (address, int(port))
+
+
+def file_sd_targets(targets):
+    """file_sd target groups, one per host (sorted by name): its address:port and the labels host plus the
+    inventory's health_target_labels of that host (group, rack, ...). targets: dicts name, address, port, labels."""
     out = []
-    for name in sorted(hosts):
-        host = hosts[name]
-        labels = {"host": name}
-        for key in ("group", "rack"):
-            if host.get(key):
-                labels[key] = str(host[key])
-        out.append({"targets": ["%s:%d" % (host["address"], port)], "labels": labels})
+    for target in sorted(targets, key=lambda item: item["name"]):
+        labels = {str(key): str(value) for key, value in sorted((target.get("labels") or {}).items())}
+        labels["host"] = target["name"]
+        out.append({"targets": [target_address(target["address"], target["port"])], "labels": labels})
     return out
+
+
+def prometheus_config(rule_files, targets_file, alertmanagers, scrape_interval="10s", evaluation_interval="10s",
+                      job="gpufabric"):
+    """A whole prometheus.yml for a Prometheus this collection runs (the lab's monitoring node): one job scraping
+    the file_sd targets, the rule files, and the Alertmanagers (host:port). Users who bring their own Prometheus
+    add the job and the rule files to theirs instead (docs/alerts.md)."""
+    return {
+        "global": {"scrape_interval": scrape_interval, "evaluation_interval": evaluation_interval},
+        "rule_files": list(rule_files),
+        "alerting": {"alertmanagers": [{"static_configs": [{"targets": list(alertmanagers)}]}]},
+        "scrape_configs": [{"job_name": job, "file_sd_configs": [{"files": [targets_file]}]}],
+    }
+
+
+def monitoring_config(targets, thresholds=None, webhook_url=None, scrape_interval="10s", evaluation_interval="10s",
+                      rules_file="gpufabric.rules.yml", targets_file="gpufabric_targets.json",
+                      alertmanagers=("localhost:9093",), group_wait="10s"):
+    """Everything the monitoring side needs, as data: file_sd targets, the rule file, an Alertmanager configuration
+    and a whole prometheus.yml (used only where this collection runs Prometheus)."""
+    return {
+        "targets": file_sd_targets(targets),
+        "rules": rule_groups(thresholds, evaluation_interval or None),
+        "alertmanager": alertmanager_config(webhook_url or None, group_wait=group_wait),
+        "prometheus": prometheus_config([rules_file], targets_file, alertmanagers, scrape_interval,
+                                        evaluation_interval or "10s"),
+    }

@@ -48,11 +48,30 @@ options:
     type: list
     elements: dict
     default: []
-  ipsec:
-    description: The IPsec peers expected (peer, ike, child), as the ipsec role's mesh lists them.
+  ipsec_members:
+    description:
+      - The hosts of the ipsec role's mesh group (C(ipsec_mesh_group)); when this host is one, a CHILD SA is
+        expected with every other member and every gateway, named as the ipsec role names its connections.
     type: list
-    elements: dict
+    elements: str
     default: []
+  ipsec_gateways:
+    description: Names of the ipsec role's gateways (C(ipsec_gateways[].name)).
+    type: list
+    elements: str
+    default: []
+  ipsec_revoked:
+    description: The ipsec role's revoked hosts (C(ipsec_revoked_hosts)); no SA is expected with them.
+    type: list
+    elements: str
+    default: []
+  topology:
+    description: This host's C(gpufabric_topology); every GPU and RDMA NIC it lists has its PCIe link watched.
+    type: dict
+    default: {}
+  roce_ecn_priority:
+    description: The priority whose ECN (DCQCN) must be on at both points of every RoCE rail; unset for no check.
+    type: int
   module_utils:
     description: File name to content of the collection's module_utils the sampler imports.
     type: dict
@@ -82,7 +101,9 @@ options:
     type: path
     default: /var/lib/prometheus/node-exporter
   listen_address:
-    description: The address node_exporter listens on (the management address).
+    description:
+      - The address node_exporter listens on (the management address), or a name the host resolves to one of its
+        own addresses; an address that is not this host's is refused before anything changes.
     type: str
     required: true
   port:
@@ -168,7 +189,11 @@ def main():
             "fabric_map": {"type": "dict", "default": {}},
             "bonds": {"type": "list", "elements": "dict", "default": []},
             "uplinks": {"type": "list", "elements": "dict", "default": []},
-            "ipsec": {"type": "list", "elements": "dict", "default": []},
+            "ipsec_members": {"type": "list", "elements": "str", "default": []},
+            "ipsec_gateways": {"type": "list", "elements": "str", "default": []},
+            "ipsec_revoked": {"type": "list", "elements": "str", "default": []},
+            "topology": {"type": "dict", "default": {}},
+            "roce_ecn_priority": {"type": "int"},
             "module_utils": {"type": "dict", "required": True},
             "package": {"type": "dict", "required": True},
             "lib_dir": {"type": "path", "default": "/usr/local/lib/gpufabric-health"},
@@ -196,12 +221,19 @@ def main():
         problems.append("package: the gpufabric_health package has no __main__.py")
     if bool(params["tls_cert_file"]) != bool(params["tls_key_file"]):
         problems.append("tls_cert_file and tls_key_file go together")
+    try:
+        params["listen_address"] = hc.listen_address(params["listen_address"])
+    except ValueError as exc:
+        problems.append(str(exc))
     if problems:
         module.fail_json(msg="Nothing was changed: %s" % "; ".join(problems))
+    rails = params["rails"] or hc.rails_from_fabric_map(params["fabric_map"], params["host"])
     params["expected_state"] = hc.expected_state(
-        params["host"], params["rails"] or hc.rails_from_fabric_map(params["fabric_map"], params["host"]),
+        params["host"], hc.with_roce_expectations(rails, params["roce_ecn_priority"]),
         params["interval"], params["command_interval"], os.path.join(params["textfile_dir"], "gpufabric_health.prom"),
-        bonds=params["bonds"], uplinks=params["uplinks"], ipsec=params["ipsec"])
+        bonds=params["bonds"], uplinks=params["uplinks"], pcie=hc.pcie_from_topology(params["topology"]),
+        ipsec=hc.ipsec_expected(params["host"], params["ipsec_members"], params["ipsec_gateways"],
+                                params["ipsec_revoked"]))
     desired = hc.desired_files(params)
     wanted_directories = hc.directories(params) + [(os.path.dirname(params["state_file"]), 0o755),
                                                    (os.path.dirname(params["web_config_file"]), 0o755)]

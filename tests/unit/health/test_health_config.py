@@ -10,13 +10,18 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ansible_collections.gpufabric.core.plugins.module_utils import health_config as hc
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
-GOOD = {"health_interval": 5, "health_command_interval": 10, "health_thresholds": {}, "health_listen_address": "10.0.0.11",
-        "health_node_exporter_port": 9100, "health_rails": [], "health_target_labels": {}, "health_alertmanager_webhook_url": ""}
+DEFAULTS = yaml.safe_load((ROOT / "roles" / "health" / "defaults" / "main.yml").read_text())
+GOOD = dict(DEFAULTS, health_listen_address="10.0.0.11")
+
+
+def test_the_role_defaults_have_no_problem_once_the_listen_address_is_rendered():
+    assert hc.problems(dict(DEFAULTS, health_listen_address="gpu-a01.mgmt.example.com")) == []
 
 
 def test_good_settings_have_no_problem():
@@ -31,12 +36,67 @@ def test_good_settings_have_no_problem():
     ({"health_rails": [{"rail": "rail0", "expected_rate_gbps": 4000}]}, "health_rails[0].expected_rate_gbps"),
     ({"health_rails": [{"rail": "rail0\nfake", "netdev": "eth1"}]}, "health_rails[0].rail"),
     ({"health_target_labels": {"rack": "r1\nr2"}}, "health_target_labels.rack"),
-    ({"health_listen_address": "mgmt0"}, "health_listen_address"),
+    ({"health_listen_address": ""}, "health_listen_address"),
+    ({"health_listen_address": "gpu a01"}, "health_listen_address"),
+    ({"health_listen_address": "10.0.0.1\n"}, "health_listen_address"),
     ({"health_alertmanager_webhook_url": "ftp://x"}, "health_alertmanager_webhook_url"),
+    ({"health_target_labels": {"leaf": "leaf-a"}}, "health_target_labels.leaf"),
+    ({"health_target_labels": {"rack-1": "r1"}}, "health_target_labels.rack-1"),
+    ({"health_roce_ecn_priority": 8}, "health_roce_ecn_priority"),
+    ({"health_monitoring_dir": "prometheus/rules"}, "health_monitoring_dir"),
+    ({"health_monitoring_scrape_interval": "0s"}, "health_monitoring_scrape_interval"),
+    ({"health_monitoring_evaluation_interval": "fast"}, "health_monitoring_evaluation_interval"),
+    ({"health_node_exporter_port": 70000}, "health_node_exporter_port"),
 ])
 def test_bad_settings_are_named(change, named):
     found = hc.problems(dict(GOOD, **change))
     assert len(found) == 1 and found[0].startswith(named + ":"), found
+
+
+def test_the_listen_address_is_one_of_the_hosts_own():
+    assert hc.listen_address("127.0.0.1") == "127.0.0.1"
+    assert hc.listen_address("localhost") in ("127.0.0.1", "::1")
+    # 192.0.2.0/24 is TEST-NET-1: never an address of this machine.
+    with pytest.raises(ValueError, match="health_listen_address: '192.0.2.7' .* is not an address of this host"):
+        hc.listen_address("192.0.2.7")
+    with pytest.raises(ValueError, match="resolves to|does not resolve|is not an address"):
+        hc.listen_address("no-such-host.invalid")
+    # A name whose first address is not local, its second is: the local one.
+    def resolve(name, *_args):
+        return [(0, 0, 0, "", ("192.0.2.7", 0)), (0, 0, 0, "", ("127.0.0.1", 0))]
+    assert hc.listen_address("mgmt.example", resolve=resolve) == "127.0.0.1"
+
+
+def test_ipsec_expectations_come_from_the_mesh_group_as_the_ipsec_role_names_them():
+    members = ["node1", "node2", "node3.lab"]
+    assert hc.ipsec_expected("node1", members, gateways=["gw1"], revoked=["node2"]) == [
+        {"peer": "node3.lab", "ike": "gf-node3_lab", "child": "gf-node3_lab"},
+        {"peer": "gw1", "ike": "gf-gw1", "child": "gf-gw1"}]
+    assert hc.ipsec_expected("storage1", members) == []
+    # The names are the ones the ipsec role's mesh gives its connections.
+    from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_mesh import build_mesh
+    nodes = [{"name": name, "address": "10.0.0.%d" % index, "id": name, "selectors": ["10.77.0.%d/32" % index]}
+             for index, name in enumerate(members, start=1)]
+    mesh = build_mesh("node1", nodes)
+    assert [(item["peer"], item["ike"], item["child"]) for item in mesh["expected"]] == [
+        (item["peer"], item["ike"], item["child"]) for item in hc.ipsec_expected("node1", members)]
+
+
+def test_pcie_links_and_roce_expectations_from_the_topology():
+    topology = {
+        "gpus": {"devices": [{"name": "GPU0", "pci_bus_id": "00000000:18:00.0"}, {"name": "GPU1", "pci_bus_id": None}]},
+        "rdma": {"devices": [{"name": "mlx5_0", "pci_address": "0000:19:00.0"}]},
+        "rails": [{"rail": 0, "gpu": "GPU0", "device": "mlx5_0"}],
+    }
+    assert hc.pcie_from_topology(topology) == [
+        {"pci": "0000:18:00.0", "device": "GPU0", "kind": "gpu", "rail": "rail0"},
+        {"pci": "0000:19:00.0", "device": "mlx5_0", "kind": "nic", "rail": "rail0"}]
+    assert hc.pcie_from_topology({}) == []
+    rails = [{"rail": "rail0", "device": "mlx5_0", "link_layer": "Ethernet", "netdev": "ens1f0"},
+             {"rail": "rail1", "device": "mlx5_1", "link_layer": "InfiniBand"},
+             {"rail": "rail2", "netdev": "eth2", "link_layer": "Ethernet"}]
+    assert [rail.get("roce") for rail in hc.with_roce_expectations(rails, 3)] == [{"ecn_priority": 3}, None, None]
+    assert [rail.get("roce") for rail in hc.with_roce_expectations(rails, None)] == [None, None, None]
 
 
 def _run(args, *options):

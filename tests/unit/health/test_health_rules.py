@@ -35,71 +35,79 @@ def silent(name, at):
     return {"eval_time": at, "alertname": name, "exp_alerts": []}
 
 
-# (alert name, input series, [alert tests]); the sampler writes every 5 s, Prometheus evaluates every 15 s here.
+# (alert name, input series, [alert tests]); one sample every 10 s and an evaluation every 10 s, as the generated
+# prometheus.yml scrapes and evaluates by default.
 CASES = {
-    "port down 45 s pages, a 15 s blip does not, and it resolves": (
+    "port down 40 s pages, a 10 s blip does not, and it resolves": (
         [series("gpufabric_port_up", NODE, "1 0 0 0 0 1 1 1 1 1"),
          series("gpufabric_port_up", dict(NODE, host="node2"), "1 0 1 1 1 1 1 1 1 1")],
-        [silent("GpufabricPortDown", "15s"),
-         fired("GpufabricPortDown", "1m", node_alert("GpufabricPortDown", NODE, severity="page")),
-         silent("GpufabricPortDown", "2m")]),
+        [silent("GpufabricPortDown", "10s"),
+         fired("GpufabricPortDown", "20s", node_alert("GpufabricPortDown", NODE, severity="page")),
+         fired("GpufabricPortDown", "40s", node_alert("GpufabricPortDown", NODE, severity="page")),
+         silent("GpufabricPortDown", "1m")]),
     "two fails within 5 minutes pages as a flap": (
         [series("gpufabric_port_state_changes_total", NODE, "0 0 1 2 3 4 4 4")],
         [silent("GpufabricPortFlapping", "30s"),
-         fired("GpufabricPortFlapping", "1m15s", node_alert("GpufabricPortFlapping", NODE, severity="page"))]),
+         fired("GpufabricPortFlapping", "1m", node_alert("GpufabricPortFlapping", NODE, severity="page"))]),
     "more than one lost carrier in 6 hours warns": (
         [series("gpufabric_port_state_changes_total", NODE, "0x20 2x20 4x20")],
-        [silent("GpufabricPortCarrierLost", "8m"),
-         fired("GpufabricPortCarrierLost", "12m", node_alert("GpufabricPortCarrierLost", NODE))]),
+        [silent("GpufabricPortCarrierLost", "5m"),
+         fired("GpufabricPortCarrierLost", "8m", node_alert("GpufabricPortCarrierLost", NODE))]),
     "a port at half its expected rate": (
-        [series("gpufabric_port_rate_bytes_per_second", NODE, "25e9x12 50e9x4"),
-         series("gpufabric_port_expected_rate_bytes_per_second", NODE, "50e9x16")],
+        [series("gpufabric_port_rate_bytes_per_second", NODE, "25e9x14 50e9x4"),
+         series("gpufabric_port_expected_rate_bytes_per_second", NODE, "50e9x18")],
         [silent("GpufabricPortRateLow", "1m"),
-         fired("GpufabricPortRateLow", "2m45s", node_alert("GpufabricPortRateLow", NODE)),
-         silent("GpufabricPortRateLow", "4m")]),
+         fired("GpufabricPortRateLow", "2m10s", node_alert("GpufabricPortRateLow", NODE)),
+         silent("GpufabricPortRateLow", "2m50s")]),
     "a GPU trained at x8 where x16 is expected": (
-        [series("gpufabric_pcie_link_width", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "8x30"),
-         series("gpufabric_pcie_link_expected_width", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "16x30"),
-         series("gpufabric_pcie_link_speed_transfers_per_second", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "32e9x30"),
-         series("gpufabric_pcie_link_expected_speed_transfers_per_second", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "32e9x30")],
+        [series("gpufabric_pcie_link_width", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "8x40"),
+         series("gpufabric_pcie_link_expected_width", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "16x40"),
+         series("gpufabric_pcie_link_speed_transfers_per_second", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "32e9x40"),
+         series("gpufabric_pcie_link_expected_speed_transfers_per_second", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "32e9x40")],
         [silent("GpufabricPcieLinkDegraded", "4m"),
          fired("GpufabricPcieLinkDegraded", "6m", node_alert("GpufabricPcieLinkDegraded", {
              "host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}))]),
     "two cables swapped": (
         [series("gpufabric_lldp_neighbour_ok", dict(NODE, seen_leaf="leaf-b", seen_port="swp1"), "0x8 stale"),
          series("gpufabric_lldp_neighbour_ok", dict(NODE, seen_leaf="leaf-a", seen_port="swp1"), "_x8 1x4")],
-        [silent("GpufabricCablingMismatch", "45s"),
-         fired("GpufabricCablingMismatch", "1m30s", node_alert("GpufabricCablingMismatch", dict(NODE, seen_leaf="leaf-b", seen_port="swp1"))),
-         silent("GpufabricCablingMismatch", "3m")]),
+        [silent("GpufabricCablingMismatch", "50s"),
+         fired("GpufabricCablingMismatch", "1m10s", node_alert("GpufabricCablingMismatch", dict(NODE, seen_leaf="leaf-b", seen_port="swp1"))),
+         silent("GpufabricCablingMismatch", "2m")]),
     "a bond member without its LACP partner": (
         [series("gpufabric_bond_member_in_sync", {"host": "node1", "bond": "bond0", "netdev": "ens4"}, "1 0 0 0 0 1")],
-        [fired("GpufabricBondPartnerLost", "1m", node_alert("GpufabricBondPartnerLost", {"host": "node1", "bond": "bond0", "netdev": "ens4"})),
-         silent("GpufabricBondPartnerLost", "1m30s")]),
+        [silent("GpufabricBondPartnerLost", "10s"),
+         fired("GpufabricBondPartnerLost", "30s", node_alert("GpufabricBondPartnerLost", {"host": "node1", "bond": "bond0", "netdev": "ens4"})),
+         silent("GpufabricBondPartnerLost", "1m")]),
     "a leaf's BGP and BFD sessions down": (
         [series("gpufabric_bgp_peer_established", {"host": "node1", "peer": "eth1", "leaf": "leaf2", "netdev": "eth1"}, "0x6"),
          series("gpufabric_bfd_peer_up", {"host": "node1", "peer": "eth1", "leaf": "leaf2", "netdev": "eth1"}, "0x6")],
         [fired("GpufabricBgpPeerDown", "1m", node_alert("GpufabricBgpPeerDown", {"host": "node1", "peer": "eth1", "leaf": "leaf2", "netdev": "eth1"})),
          fired("GpufabricBfdPeerDown", "1m", node_alert("GpufabricBfdPeerDown", {"host": "node1", "peer": "eth1", "leaf": "leaf2", "netdev": "eth1"}))]),
     "a CHILD SA deleted, then re-established": (
-        [series("gpufabric_ipsec_child_sa_installed", {"host": "node1", "peer": "node2", "child": "gf-node2"}, "0x6 1x4")],
-        [fired("GpufabricIpsecSaMissing", "1m15s", node_alert("GpufabricIpsecSaMissing", {"host": "node1", "peer": "node2", "child": "gf-node2"})),
-         silent("GpufabricIpsecSaMissing", "2m15s")]),
+        [series("gpufabric_ipsec_child_sa_installed", {"host": "node1", "peer": "node2", "child": "gf-node2"}, "0x8 1x4")],
+        [silent("GpufabricIpsecSaMissing", "50s"),
+         fired("GpufabricIpsecSaMissing", "1m10s", node_alert("GpufabricIpsecSaMissing", {"host": "node1", "peer": "node2", "child": "gf-node2"})),
+         silent("GpufabricIpsecSaMissing", "2m")]),
     "ECN off on the RoCE priority": (
-        [series("gpufabric_roce_ecn_enabled", dict(NODE, priority="3", point="np"), "0x30")],
+        [series("gpufabric_roce_ecn_enabled", dict(NODE, priority="3", point="np"), "0x40")],
         [fired("GpufabricRoceEcnOff", "6m", node_alert("GpufabricRoceEcnOff", dict(NODE, priority="3", point="np")))]),
     "a pause storm is reported, never drained": (
         [series("gpufabric_roce_pause_frames_total", dict(NODE, direction="rx", priority="3"), "0+30000x30")],
         [fired("GpufabricPauseStorm", "5m", node_alert("GpufabricPauseStorm", dict(NODE, direction="rx", priority="3"), remediation="none"))]),
     "the cooling controller in fail-safe": (
-        [series("gpufabric_cooling_failsafe", {"host": "node1", "group": "chassis"}, "1x8")],
+        [series("gpufabric_cooling_failsafe", {"host": "node1", "group": "chassis"}, "1x10")],
         [fired("GpufabricCoolingFailsafe", "1m30s", node_alert("GpufabricCoolingFailsafe", {"host": "node1", "group": "chassis"}, remediation="none"))]),
     "cannot see is informational": (
-        [series("gpufabric_health_source_up", {"host": "node1", "source": "lldp"}, "0x12")],
+        [series("gpufabric_health_source_up", {"host": "node1", "source": "lldp"}, "0x16")],
         [fired("GpufabricCannotSee", "2m30s", node_alert("GpufabricCannotSee", {"host": "node1", "source": "lldp"}, remediation="none", severity="info"))]),
-    "one leaf down: one leaf alert": (
+    "one leaf down: one leaf alert, one evaluation before the node alerts it inhibits": (
         [series("gpufabric_port_up", dict(NODE, host="node%d" % index), "1 0 0 0 0 0 0") for index in (1, 2, 3)]
         + [series("gpufabric_port_up", dict(NODE, host="node4", leaf="leaf-b"), "1x6")],
-        [fired("GpufabricLeafDown", "45s", {"alertname": "GpufabricLeafDown", "leaf": "leaf-a", "rail": "rail0",
+        [silent("GpufabricLeafDown", "0s"),
+         fired("GpufabricLeafDown", "10s", {"alertname": "GpufabricLeafDown", "leaf": "leaf-a", "rail": "rail0",
+                                            "gpufabric_scope": "leaf", "gpufabric_remediation": "report", "severity": "page"}),
+         silent("GpufabricPortDown", "10s"),
+         fired("GpufabricLeafDown", "45s", {"alertname": "GpufabricLeafDown", "leaf": "leaf-a", "rail": "rail0",
                                             "gpufabric_scope": "leaf", "gpufabric_remediation": "report", "severity": "page"}),
          silent("GpufabricRailDown", "1m")]),
     "one host down is no leaf alert": (
@@ -115,13 +123,13 @@ CASES = {
 
 ANNOTATED = {
     "port down names host, rail, interface, leaf and port": (
-        CASES["port down 45 s pages, a 15 s blip does not, and it resolves"][0],
-        [fired("GpufabricPortDown", "1m", node_alert("GpufabricPortDown", NODE, severity="page"), {
+        CASES["port down 40 s pages, a 10 s blip does not, and it resolves"][0],
+        [fired("GpufabricPortDown", "30s", node_alert("GpufabricPortDown", NODE, severity="page"), {
             "summary": "node1 rail0 (eth1), cabled to leaf-a port swp1 is down", "expected": "port up",
-            "actual": "port down for over 30s"})]),
+            "actual": "port down for over 10s"})]),
     "cabling names what was expected and what is seen": (
         CASES["two cables swapped"][0],
-        [fired("GpufabricCablingMismatch", "1m30s", node_alert("GpufabricCablingMismatch", dict(NODE, seen_leaf="leaf-b", seen_port="swp1")), {
+        [fired("GpufabricCablingMismatch", "1m10s", node_alert("GpufabricCablingMismatch", dict(NODE, seen_leaf="leaf-b", seen_port="swp1")), {
             "summary": "node1 rail0 (eth1), cabled to leaf-a port swp1 reaches leaf-b port swp1 instead",
             "expected": "leaf-a port swp1", "actual": "leaf-b port swp1"})]),
 }
@@ -161,8 +169,8 @@ def test_every_alert_has_a_case():
 
 
 def run_promtool_test(rule_file, input_series, tests, tmp_path):
-    spec = {"rule_files": [str(rule_file)], "evaluation_interval": "15s",
-            "tests": [{"interval": "15s", "input_series": input_series, "alert_rule_test": tests}]}
+    spec = {"rule_files": [str(rule_file)], "evaluation_interval": "10s",
+            "tests": [{"interval": "10s", "input_series": input_series, "alert_rule_test": tests}]}
     path = tmp_path / "test.yml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return promtool("test", "rules", str(path))
