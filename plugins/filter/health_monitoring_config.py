@@ -98,7 +98,11 @@ def health_monitoring_config(targets, thresholds=None, webhook_url="", scrape_in
                                                 and item.get("port") for item in targets):
         raise AnsibleFilterError("gpufabric.core.health_monitoring_config: expects a list of hosts, each with name, "
                                  "address and port")
-    problems = health_config.threshold_problems(thresholds or {})
+    # Plain Python values: ansible-core 2.19 hands filters tagged str subclasses, which yaml.safe_dump refuses.
+    (targets, thresholds, alertmanagers, webhook_url, scrape_interval, evaluation_interval, rules_file,
+     targets_file) = json.loads(json.dumps([targets, thresholds or {}, list(alertmanagers), webhook_url or "",
+                                            scrape_interval, evaluation_interval, rules_file, targets_file]))
+    problems = health_config.threshold_problems(thresholds)
     if problems:
         raise AnsibleFilterError("gpufabric.core.health_monitoring_config: %s" % "; ".join(problems))
     try:

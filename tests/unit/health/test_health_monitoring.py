@@ -47,6 +47,19 @@ def test_thresholds_and_intervals_reach_the_rules_and_prometheus_yml():
             "webhook_configs": [{"url": "http://127.0.0.1:5000/endpoint", "send_resolved": True}]} in receivers
 
 
+def test_values_as_ansible_core_hands_them_render_as_plain_yaml():
+    # ansible-core 2.19 passes inventory values as tagged str subclasses, which yaml.safe_dump refuses.
+    tags = pytest.importorskip("ansible._internal._datatag._tags")
+    tagged = tags.Origin(path="/inventory/group_vars/all.yml", line_num=3).tag
+    texts = health_monitoring_config([{"name": tagged("node1"), "address": tagged("10.0.0.11"), "port": 9100}],
+                                     thresholds={"port_down_for": tagged("4s")}, scrape_interval=tagged("2s"),
+                                     webhook_url=tagged("http://127.0.0.1:5000/endpoint"))
+    rules = yaml.safe_load(texts["rules"])
+    assert [rule["for"] for group in rules["groups"] for rule in group["rules"]
+            if rule.get("alert") == "GpufabricPortDown"] == ["4s"]
+    assert yaml.safe_load(texts["prometheus"])["global"]["scrape_interval"] == "2s"
+
+
 def test_bad_input_is_refused_naming_the_filter():
     with pytest.raises(AnsibleFilterError, match="health_monitoring_config: expects a list of hosts"):
         health_monitoring_config([{"name": "node1"}])
