@@ -58,27 +58,45 @@ run_line() {
     echo "compat: ansible-core $release: ansible-test sanity ($(python3 --version))"
     GPUFABRIC_VENV=$venv "$ROOT/scripts/sanity.sh"
     echo "compat: ansible-core $release: unit tests that exercise ansible-core"
-    (
-        export GPUFABRIC_VENV=$venv
-        # shellcheck source=scripts/env.sh
-        source "$ROOT/scripts/env.sh"
-        cd "$ROOT"
-        pytest -q -p no:cacheprovider -m ansible_core tests/unit
-    )
+    # A child shell: env.sh's settings for the line's environment stay out of this one.
+    # shellcheck disable=SC2016  # expanded by the child shell
+    GPUFABRIC_VENV=$venv bash -c 'cd "$1" && source scripts/env.sh && exec pytest -q -p no:cacheprovider -m ansible_core tests/unit' \
+        compat "$ROOT"
     echo "compat: ansible-core $release passed in $((SECONDS - start)) s"
 }
 
+# pip's configuration on this host as read-only mounts: its configuration files and every local path they name (CA
+# bundle, constraints, wheel directories and file:// indexes). ansible-test installs its sanity requirements with an
+# environment of its own, so only configuration files reach that pip.
+pip_config_mounts() {
+    python3 -m pip config debug 2>/dev/null | python3 -c '
+import os, re, sys
+paths = set()
+for line in sys.stdin:
+    found = re.match(r"\s*(/\S+), exists: True$", line)
+    if found:
+        paths.add(found.group(1))
+        continue
+    for word in re.split(r"[\s=:\x27]+", line.replace("file://", " ")):
+        if word.startswith("/") and os.path.exists(word):
+            # A file:// index links its files relative to the index: ../../files/NAME.
+            paths.add(os.path.dirname(word.rstrip("/")) if word.rstrip("/").endswith("/simple") else word)
+for path in sorted(paths):
+    print("-v", "%s:%s:ro" % (path, path))
+'
+}
+
 # A command of this script (--here LINE, or --playbook-here LINE ARGS) in the Debian 13 controller container: the
-# repository and the project's .venv (whose collections a line links) at their own paths, and this host's CA bundle
-# for pip, whose index the container reaches through the same network. PODMAN_OPTIONS adds options (a network).
+# repository and the project's .venv (whose collections a line links) at their own paths, and this host's pip
+# configuration, whose index the container reaches through the same network. PODMAN_OPTIONS adds options (a network).
 in_controller() {
     local image venv_real
     image=$("$ROOT/scripts/lab.sh" controller-image)
     venv_real=$(realpath "$ROOT/.venv")
-    local mounts=(-v "$ROOT:$ROOT" -v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/host-ca.crt:ro)
+    local mounts=(-v "$ROOT:$ROOT")
     [[ "$venv_real" == "$ROOT/.venv" ]] || mounts+=(-v "$venv_real:$venv_real:ro")
-    # shellcheck disable=SC2086  # options are separate words
-    podman run --rm "${mounts[@]}" ${PODMAN_OPTIONS:-} -w "$ROOT" -e PIP_CERT=/etc/ssl/certs/host-ca.crt \
+    # shellcheck disable=SC2046,SC2086  # options are separate words
+    podman run --rm "${mounts[@]}" $(pip_config_mounts) ${PODMAN_OPTIONS:-} -w "$ROOT" \
         "$image" "$ROOT/scripts/compat.sh" "$@"
 }
 

@@ -42,8 +42,10 @@ CONTROLLER_PACKAGES="python3-venv git shellcheck"
 # The release :latest names: the one every scenario and helper used before Debian 13 joined.
 LAB_DEFAULT_RELEASE=bookworm
 PODMAN_CONF=/etc/containers/containers.conf.d/50-gpufabric-lab.conf
-# Packages of the node image. Changing this list (or this script's image recipe) changes the image tag.
-IMAGE_PACKAGES=python3,python3-apt,systemd,systemd-sysv,dbus,iproute2,iputils-ping,openssh-server,sudo,procps,kmod,ca-certificates,gnupg,netbase,less
+# Packages of the node image. Changing this list (or this script's image recipe) changes the image tag. lldpd: every
+# lab fabric (this script's leaves, the discover, scheduler and health scenarios) runs it on nodes and switches, and no
+# role installs it; in the image, each lab saves an install per container. Without cables it only listens.
+IMAGE_PACKAGES=python3,python3-apt,systemd,systemd-sysv,dbus,iproute2,iputils-ping,openssh-server,sudo,procps,kmod,ca-certificates,gnupg,netbase,less,lldpd
 
 die() { echo "lab: $*" >&2; exit 1; }
 log() { echo "lab: $*" >&2; }
@@ -370,19 +372,10 @@ cable_fabric() {
     done
 }
 
-# lldpd in every node and leaf, installed at start-up (the image stays the shared one). The image's package lists
-# are tried first; an update only when they are stale.
-install_lldpd() {
-    local containers=("$@") name pids=() failed=0
-    local install='DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Options::=--force-unsafe-io lldpd'
-    for name in "${containers[@]}"; do
-        podman exec "$name" sh -c "$install >/dev/null 2>&1 || { apt-get update -qq && $install; } >/dev/null" &
-        pids+=($!)
-    done
-    for name in "${pids[@]}"; do wait "$name" || failed=1; done
-    ((failed == 0)) || die "installing lldpd in the lab containers failed"
-    # lldpd sends every 30 s; send now, so that every end has heard the other without waiting.
-    for name in "${containers[@]}"; do podman exec "$name" lldpcli update >/dev/null; done
+# lldpd (in the image) sends every 30 s: send now, so that every end has heard the other without waiting.
+announce_lldp() {
+    local name
+    for name in "$@"; do podman exec "$name" lldpcli update >/dev/null; done
 }
 
 wait_for_lldp() {
@@ -433,7 +426,7 @@ lab_up() {
         podman exec "$LAB_NAME-$(node_name "$i")" ip addr add "$LAB_STORAGE_PREFIX.$i/32" dev lo
     done
     mapfile -t containers < <(podman ps -q --filter "label=gpufabric.lab=$LAB_NAME")
-    install_lldpd "${containers[@]}"
+    announce_lldp "${containers[@]}"
     wait_for_ssh "$count"
     wait_for_lldp "$count"
     write_inventory "$count" "${releases[@]}"

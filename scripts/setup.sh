@@ -5,8 +5,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # System packages: the lab (podman, runc, debootstrap), the real peers the tests run (OpenIPMI, iperf3),
 # the browser for the report test, what ansible-test and the lab need, and promtool/amtool for the health rules'
-# tests (Debian's prometheus and prometheus-alertmanager packages).
-APT_PACKAGES=(podman runc debootstrap openssh-client openipmi ipmitool iperf3 chromium git python3-venv bc shellcheck qemu-system-x86 qemu-utils prometheus prometheus-alertmanager)
+# tests (Debian's prometheus and prometheus-alertmanager packages), and the Java runtime ansible-rulebook's rule
+# engine (drools-jpy) runs on.
+APT_PACKAGES=(podman runc debootstrap openssh-client openipmi ipmitool iperf3 chromium git python3-venv bc shellcheck qemu-system-x86 qemu-utils prometheus prometheus-alertmanager openjdk-17-jre-headless)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -11,7 +11,7 @@ started=$SECONDS
 # Each stage's time, for the table printed at the end (scripts/test_table.py, with the tests' own times).
 STAGES=$ROOT/.cache/test-logs/stages.tsv
 mkdir -p "$(dirname "$STAGES")"
-rm -f "$STAGES" "$ROOT/.cache/test-logs/test-timings.json"
+rm -f "$STAGES" "$ROOT/.cache/test-logs/test-timings.json" "$ROOT/.cache/test-logs/vmstat.log"
 stage() {
     local name=$1 start=$SECONDS rc=0
     shift
@@ -22,6 +22,9 @@ stage() {
     return "$rc"
 }
 stage setup "$ROOT/scripts/setup.sh"
+# The machine's CPU use every 10 s while the tests run (the table's last line: how busy the two cores were).
+vmstat -n 10 >"$ROOT/.cache/test-logs/vmstat.log" 2>/dev/null &
+vmstat=$!
 # The VM lab's image and the saved snapshot the kernel scenario restores, made in the background from here on:
 # beside the container images, then at the background worker's priority beside the first tests. The first VM
 # scenario's `vmlab.sh up` waits for them (vmlab.sh's build lock) instead of building them on the foreground worker,
@@ -59,6 +62,7 @@ stage pytest pytest -p no:cacheprovider -o console_output_style=count --duration
 # Long done by now; nothing of them outlives this script.
 wait "$vm_snapshot" || true
 wait "$lab_images" || true
+kill "$vmstat" 2>/dev/null || true
 printf '%s\t%d\t%d\n' "all stages" "$((SECONDS - started))" "$rc" >>"$STAGES"
 echo
 python3 "$ROOT/scripts/test_table.py" || true

@@ -1,9 +1,10 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """The end-of-run table of scripts/test.sh: each stage, each scenario and other long test with its time, and the two
 pytest workers' busy and idle time, so that whoever reads a CI log sees where its minutes went.
 
-Inputs, both under .cache/test-logs: stages.tsv (name, seconds, exit status; one line per stage of test.sh) and
-test-timings.json (written by tests/conftest.py at the end of the pytest session)."""
+Inputs, under .cache/test-logs: stages.tsv (name, seconds, exit status; one line per stage of test.sh),
+test-timings.json (written by tests/conftest.py at the end of the pytest session) and vmstat.log (`vmstat -n 10`
+while the stages ran: how much of the two cores the run used)."""
 
 import json
 import re
@@ -20,11 +21,25 @@ def label(nodeid):
     found = re.match(r"tests/integration/test_(molecule|compat)\.py::\w+\[([\w.]+)\]$", nodeid)
     if found:
         return "%s %s" % ("molecule" if found.group(1) == "molecule" else "compat", found.group(2))
-    path, _, name = nodeid.partition("::")
+    path, _separator, name = nodeid.partition("::")
     return "%s::%s" % (Path(path).stem, name)
 
 
-def table(stages, timings):
+def cpu_use(vmstat_text):
+    """Mean user+system, I/O wait and idle percent of vmstat's samples after its first (since boot) line."""
+    samples = []
+    for line in vmstat_text.splitlines():
+        fields = line.split()
+        if len(fields) >= 17 and fields[0].isdigit():
+            samples.append([int(value) for value in fields[12:16]])
+    samples = samples[1:]
+    if not samples:
+        return None
+    user, system, idle, wait = (sum(column) / len(samples) for column in zip(*samples))
+    return user + system, wait, idle, len(samples)
+
+
+def table(stages, timings, cpu=None):
     lines = ["%-58s %8s  %s" % ("stage", "seconds", "exit")]
     lines += ["%-58s %8d  %s" % (name, int(seconds), rc) for name, seconds, rc in stages]
     if timings:
@@ -44,6 +59,9 @@ def table(stages, timings):
         for group in sorted({t["group"] for t in tests}):
             busy = sum(t["seconds"] for t in tests if t["group"] == group)
             lines.append("%-58s %8d %8d" % (group, busy, max(wall - busy, 0)))
+    if cpu:
+        lines += ["", "CPU over the run (vmstat, %d samples of 10 s): %.0f %% busy, %.0f %% waiting on I/O, %.0f %% idle"
+                  % (cpu[3], cpu[0], cpu[1], cpu[2])]
     return "\n".join(lines)
 
 
@@ -56,7 +74,9 @@ def main():
             stages.append((name, int(seconds), rc))
     timings_file = LOGS / "test-timings.json"
     timings = json.loads(timings_file.read_text()) if timings_file.exists() else None
-    print(table(stages, timings))
+    vmstat_file = LOGS / "vmstat.log"
+    cpu = cpu_use(vmstat_file.read_text()) if vmstat_file.exists() else None
+    print(table(stages, timings, cpu))
     return 0
 
 

@@ -26,7 +26,7 @@ from integration.integration_helpers import VM_SCENARIOS
 TIMINGS = Path(__file__).resolve().parents[1] / ".cache" / "test-logs" / "test-timings.json"
 
 # Scenarios without protocol timers or bandwidth gates in what they assert.
-BACKGROUND_SCENARIOS = {"discover", "ipsec", "nccl", "rdma", "scheduler"}
+BACKGROUND_SCENARIOS = {"fabric", "ipsec", "nccl", "rdma"}
 
 BACKGROUND_NICENESS = 10
 

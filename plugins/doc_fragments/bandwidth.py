@@ -53,6 +53,8 @@ options:
     description:
       - Run each test on the CPUs of its NIC's NUMA node, with C(numactl --cpunodebind --membind)
         when numactl is installed, else C(taskset) on the node's CPU list.
+      - A node without CPUs (a GPU's memory on a Grace host, which numactl refuses to bind CPUs to) is served by
+        the nearest node with CPUs in the kernel's distance table; the test's C(binding) says so.
       - iperf3 tests have no NIC NUMA node and are never bound.
     type: bool
     default: true

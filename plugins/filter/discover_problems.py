@@ -55,12 +55,13 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.core.plugins.module_utils.discover_inputs import discover_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked
 
 
 def discover_problems_filter(settings, hosts=None):
     if not isinstance(settings, dict) or not isinstance(hosts or {}, dict):
         raise AnsibleFilterError("gpufabric.core.discover_problems: the input and hosts must be dicts")
-    return discover_problems(settings, hosts)
+    return masked(discover_problems(settings, hosts), settings, hosts)
 
 
 class FilterModule:

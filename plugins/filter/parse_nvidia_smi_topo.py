@@ -54,10 +54,16 @@ _value:
   type: dict
   contains:
     gpus:
-      description: One entry per GPU row.
+      description:
+        - One entry per GPU row.
+        - C(numa_affinity_nodes) lists the nodes of the NUMA Affinity cell; Grace hosts (GH200, GB200, GB300) print
+          several (C(0,3-9,11-17)). C(numa_affinity) is the first of them, the node of the CPUs the GPU is attached
+          to; the others are the GPU's memory partitions, which have no CPUs.
+        - C(gpu_numa_id) is the NUMA node of the GPU's own memory (GPU NUMA ID), null where that memory is no NUMA node.
       type: list
       elements: dict
-      sample: [{name: GPU0, index: 0, cpu_affinity: "0-55,112-167", numa_affinity: 0, gpu_numa_id: null}]
+      sample: [{name: GPU0, index: 0, cpu_affinity: "0-71", numa_affinity: 0, numa_affinity_nodes: [0, 3, 4, 5, 6, 7, 8, 9],
+                gpu_numa_id: 2}]
     nics:
       description: One entry per NIC column; C(device) is the RDMA device name, null when no legend gives it.
       type: list

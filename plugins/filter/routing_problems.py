@@ -61,13 +61,14 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked
 from ansible_collections.gpufabric.core.plugins.module_utils.routing_config import routing_problems as _problems
 
 
 def routing_problems(settings, prefix="routing_"):
     if not isinstance(prefix, str):
         raise AnsibleFilterError("gpufabric.core.routing_problems: prefix must be a string, got %r" % (prefix,))
-    return _problems(settings, prefix)
+    return masked(_problems(settings, prefix), settings)
 
 
 class FilterModule:

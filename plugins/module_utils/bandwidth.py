@@ -23,6 +23,7 @@ import time
 
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import port_gid_index
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.sysfs_text import cpu_node, format_cpulist
 
 IPERF3 = "iperf3"
 PERFTEST_BW_TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw")
@@ -164,13 +165,20 @@ def timeout_argv(seconds, argv):
     return ["timeout", "--kill-after=5", str(int(seconds)), *argv]
 
 
-def numa_cpulist(numa_node, sysfs_root="/sys"):
-    path = os.path.join(sysfs_root, "devices/system/node/node%d/cpulist" % numa_node)
-    try:
-        with open(path) as handle:
-            return handle.read().strip() or None
-    except OSError:
-        return None
+def numa_binding_node(numa_node, sysfs_root="/sys"):
+    """The NUMA node to bind a test of the NIC's node numa_node to: (node, its cpulist or None, remark).
+
+    The node itself when it has CPUs. On a Grace host a GPU's memory is a NUMA node without CPUs, which numactl
+    --cpunodebind refuses: the nearest node with CPUs (the kernel's distance table) runs the test instead, and
+    the remark says so. node is -1 when no node with CPUs is known; the cpulist is None without NUMA sysfs.
+    """
+    node, cpus = cpu_node(numa_node, sysfs_root)
+    if cpus is None:
+        return numa_node, None, ""
+    if not cpus:
+        return -1, None, "NUMA node %d has no CPUs and no node with CPUs is known" % numa_node
+    remark = "" if node == numa_node else " (node %d has no CPUs; %d is the nearest that has)" % (numa_node, node)
+    return node, format_cpulist(cpus), remark
 
 
 def numa_binding_argv(numa_node, numactl_path=None, cpulist=None):
@@ -360,7 +368,9 @@ def process_command(pid):
 def start_detached(argv, log_path):
     """Start argv in its own session, output to log_path; the process survives this module."""
     with open(log_path, "wb") as log, open(os.devnull, "rb") as devnull:
-        process = subprocess.Popen(argv, stdin=devnull, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+        # run_command cannot leave a process running after the module returns.
+        process = subprocess.Popen(  # pylint: disable=ansible-bad-function
+            argv, stdin=devnull, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
     return process
 
 
@@ -411,8 +421,10 @@ def run_concurrently(commands, timeout_s):
     Each command is wrapped in coreutils timeout by the caller; timeout_s is a backstop.
     """
     started_at = time.time()
+    # run_command runs one command at a time; the rails are measured at once.
     processes = [
-        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        subprocess.Popen(  # pylint: disable=ansible-bad-function
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         for argv in commands
     ]
     results = []
@@ -484,7 +496,7 @@ def plan_tests(params, local_role):
     return plan_rail_tests(params["topology"], params["peer_topology"], base_port, params["rails"], params["rails_from"]), None
 
 
-def command_for(params, test, numactl_path, server=None):
+def command_for(params, test, numactl_path, server=None, sysfs_root="/sys"):
     """The full argv of one end of one test: timeout, NUMA binding, then the tool."""
     tool = params["tool"]
     if tool == IPERF3:
@@ -500,8 +512,11 @@ def command_for(params, test, numactl_path, server=None):
         )
     binding_note = "NUMA binding disabled"
     if params["numa_binding"] and test.get("numa_node") is not None:
-        prefix, binding_note = numa_binding_argv(test["numa_node"], numactl_path, numa_cpulist(int(test["numa_node"])) if test["numa_node"] >= 0 else None)
-        binding_note = binding_note or "bound to NUMA node %d with %s" % (test["numa_node"], os.path.basename(prefix[0]))
+        node, cpulist, remark = numa_binding_node(test["numa_node"], sysfs_root) if test["numa_node"] >= 0 else (-1, None, "")
+        prefix, binding_note = numa_binding_argv(node, numactl_path, cpulist)
+        if node < 0 and remark:
+            binding_note = remark + ": not bound"
+        binding_note = binding_note or "bound to NUMA node %d%s with %s" % (node, remark, os.path.basename(prefix[0]))
         argv = prefix + argv
     elif params["numa_binding"]:
         binding_note = "no NUMA node for this path: not bound"

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_addressing import addressing_problems
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import (
-    BondingConfigError, _as_int, normalize)
+    MIIMON_MAX, MIIMON_MIN, MTU_MAX, MTU_MIN, BondingConfigError, _as_int, _check_int, normalize)
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked
 
 # The role-wide defaults every bond takes where it does not set the key (<prefix>_mode, ...).
 BOND_DEFAULT_KEYS = ("mode", "miimon", "lacp_rate", "xmit_hash_policy", "ad_select", "min_links", "mtu")
@@ -25,6 +26,17 @@ _TIMING_KEYS = ("rollback_timeout", "settle_seconds", "confirm_timeout", "verify
 def bond_defaults(settings, prefix="bonding"):
     """The role-wide bond defaults (<prefix>_mode, ...) as bond_validate and bond_config take them."""
     return {key: settings[prefix + "_" + key] for key in BOND_DEFAULT_KEYS if prefix + "_" + key in settings}
+
+
+def default_problems(settings, prefix="bonding"):
+    """The role-wide numbers, checked even where no bond reads them yet: a bond added later (or one without its own
+    mtu) would take them, and an inventory check must not wait for that."""
+    problems = []
+    for key, low, high in (("mtu", MTU_MIN, MTU_MAX), ("miimon", MIIMON_MIN, MIIMON_MAX)):
+        name = "%s_%s" % (prefix, key)
+        if settings.get(name) is not None:
+            _check_int(problems, name, settings[name], low, high)
+    return problems
 
 
 def rollback_problems(settings, prefix="bonding"):
@@ -76,4 +88,5 @@ def bonding_problems(settings, prefix="bonding"):
     else:
         problems.extend(addressing_problems(config, prefix=prefix))
     problems.extend(rollback_problems(settings, prefix))
-    return problems
+    problems.extend(problem for problem in default_problems(settings, prefix) if problem not in problems)
+    return masked(problems, settings)

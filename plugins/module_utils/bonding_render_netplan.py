@@ -1,54 +1,53 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""netplan: render one YAML file with a small deterministic emitter (no PyYAML needed on the host)."""
+"""netplan: render one YAML file with PyYAML (python3-yaml, which netplan itself depends on), in a fixed style."""
 
 from __future__ import annotations
 
-import json
-import re
-
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_render_common import MANAGED_HEADER
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import _is_int
+
+try:
+    import yaml
+
+    HAS_YAML = True
+    YAML_IMPORT_ERROR = None
+except ImportError as exc:  # a host without netplan; only the netplan backend needs it
+    HAS_YAML = False
+    YAML_IMPORT_ERROR = exc
+
+if HAS_YAML:
+    class _NetplanDumper(yaml.SafeDumper):
+        """Block style, list items indented under their key, keys plain and every string double-quoted: "802.3ad"
+        or "on" stay strings for any YAML reader. Keys in the order the renderer builds them."""
+
+        def increase_indent(self, flow=False, indentless=False):
+            return super().increase_indent(flow, False)
+
+    class _Key(str):
+        """A mapping key, printed plain."""
+
+    _NetplanDumper.add_representer(
+        str, lambda dumper, value: dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"'))
+    _NetplanDumper.add_representer(
+        _Key, lambda dumper, value: dumper.represent_scalar("tag:yaml.org,2002:str", str(value)))
 
 
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
-
-
-def _yaml_scalar(value):
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if _is_int(value):
-        return str(value)
-    # JSON strings are valid YAML double-quoted scalars: no ambiguity for values such as "802.3ad" or "on".
-    return json.dumps(str(value))
-
-
-def _yaml(value, indent=0):
-    """A small block-style YAML emitter for dicts, lists and scalars: deterministic, no PyYAML on the host."""
-    pad = " " * indent
-    lines = []
+def _keys_plain(value):
     if isinstance(value, dict):
-        for key, item in value.items():
-            key_text = key if _PLAIN_KEY.fullmatch(key) else json.dumps(key)
-            if isinstance(item, (dict, list)) and item:
-                lines.append("%s%s:" % (pad, key_text))
-                lines.extend(_yaml(item, indent + 2))
-            elif isinstance(item, dict):
-                lines.append("%s%s: {}" % (pad, key_text))
-            elif isinstance(item, list):
-                lines.append("%s%s: []" % (pad, key_text))
-            else:
-                lines.append("%s%s: %s" % (pad, key_text, _yaml_scalar(item)))
-    elif isinstance(value, list):
-        for item in value:
-            if isinstance(item, dict) and item:
-                sub = _yaml(item, indent + 2)
-                lines.append("%s- %s" % (pad, sub[0].lstrip()))
-                lines.extend(sub[1:])
-            else:
-                lines.append("%s- %s" % (pad, _yaml_scalar(item)))
-    return lines
+        return {_Key(key): _keys_plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_keys_plain(item) for item in value]
+    return value
+
+
+def _yaml(value):
+    if not HAS_YAML:
+        raise RuntimeError("rendering netplan YAML needs PyYAML (Debian/Ubuntu: python3-yaml, which netplan.io depends "
+                           "on): %s" % YAML_IMPORT_ERROR)
+    # width: never fold a long quoted string over lines.
+    return yaml.dump(_keys_plain(value), Dumper=_NetplanDumper, default_flow_style=False, sort_keys=False,
+                     width=1 << 30)
 
 
 def _netplan_l3(entry, target):
@@ -102,5 +101,5 @@ def render_netplan(config, file_name="60-gpufabric-bonding.yaml", renderer=None)
     for key, value in (("ethernets", ethernets), ("bonds", bonds), ("vlans", vlans)):
         if value:
             network[key] = value
-    text = "# %s\n" % MANAGED_HEADER + "\n".join(_yaml({"network": network})) + "\n"
+    text = "# %s\n" % MANAGED_HEADER + _yaml({"network": network})
     return {file_name: text}

@@ -39,11 +39,19 @@ MTU_MIN = 1280
 MTU_MAX = 9216
 VLAN_ID_MIN = 1
 VLAN_ID_MAX = 4094
+# miimon 0 turns link monitoring off (this role configures no ARP monitoring instead): a dead member would stay in
+# the bond and black-hole its share of the traffic.
+MIIMON_MIN = 1
 MIIMON_MAX = 10000
 ROUTE_TABLE_MAX = 4294967295
 RULE_PRIORITY_MAX = 32765  # 32766 and 32767 are the kernel's main and default rules
 
-_IFNAME_FORBIDDEN = re.compile(r"[\s/:%]")
+# What an interface name may hold here: the kernel refuses '/', ':' and whitespace, but systemd-networkd's and
+# netplan's Name= and match read * ? [ ] as glob patterns and a leading ! as "every other interface", so a member
+# "en*" or "!eth0" would put every NIC of the host into the bond; control characters (NUL, ESC, DEL) break the
+# files and terminals they reach; a leading '-' reads as an option on ip's command line.
+_IFNAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_IFNAME_PATTERN = re.compile(r"[*?\[\]!]")
 # Whole-value patterns (fullmatch): a trailing newline or carriage return must not pass.
 _MAC = re.compile(r"[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}")
 _INTEGER = re.compile(r"-?[0-9]+")
@@ -61,7 +69,8 @@ def _where(variable, index, item, key=None):
     name = item.get("name") if isinstance(item, dict) else None
     label = "%s[%d]" % (variable, index)
     if name:
-        label += " (%s)" % name
+        # A name that is not one (a control character, a pattern) is quoted, so that the label prints it escaped.
+        label += " (%s)" % (name if isinstance(name, str) and _IFNAME.fullmatch(name) else repr(name)[:40])
     return label + ("." + key if key else "")
 
 
@@ -83,9 +92,13 @@ def interface_name_problem(name):
     if not isinstance(name, str) or not name:
         return "must be a non-empty string"
     if len(name) > 15:
-        return "%r is longer than the kernel's 15 characters for an interface name" % name
-    if name in (".", "..") or _IFNAME_FORBIDDEN.search(name):
-        return "%r is not a valid interface name (no spaces, '/', ':' or '%%')" % name
+        return "%r is longer than the kernel's 15 characters for an interface name" % name[:40]
+    if _IFNAME_PATTERN.search(name):
+        return ("%r is a pattern, not an interface name: systemd-networkd and netplan would match every interface it "
+                "fits (* ? [ ] and a leading ! are pattern characters)" % name)
+    if not _IFNAME.fullmatch(name):
+        return ("%r is not an interface name (letters, digits, '_', '.' and '-', not first; no spaces, control "
+                "characters, '/', ':' or '%%')" % name)
     return None
 
 
@@ -326,7 +339,8 @@ def normalize(bonds=None, vlans=None, ethernets=None, bond_defaults=None, prefix
         if bond.get("mode") is not None:
             mode = _check_choice(problems, where("mode"), bond["mode"], MODES) or default_mode
         entry = {"name": name, "mode": mode}
-        entry["miimon"] = _check_int(problems, where("miimon"), bond.get("miimon", defaults["miimon"]), 0,
+        miimon_label = where("miimon") if bond.get("miimon") is not None else "%s_miimon" % prefix
+        entry["miimon"] = _check_int(problems, miimon_label, bond.get("miimon", defaults["miimon"]), MIIMON_MIN,
                                      MIIMON_MAX)
         for key, choices in (("lacp_rate", LACP_RATES), ("xmit_hash_policy", XMIT_HASH_POLICIES),
                              ("ad_select", AD_SELECTS), ("min_links", None), ("primary", None)):

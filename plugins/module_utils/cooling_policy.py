@@ -15,6 +15,8 @@ import posixpath
 import re
 
 from .cooling_curve import FULL_DUTY, as_number, curve_problems
+from .input_checks import (ARGUMENT_MAX, ENV_TOTAL_MAX, PATH_MAX, TEXTFILE_UNDER, kind_of, length_problem, mask_url,
+                           masked, path_problems)
 
 SENSOR_BACKENDS = ("ipmi", "redfish", "hwmon", "nvml", "nvidia_smi")
 FAN_BACKENDS = ("hwmon", "ipmi_raw", "redfish")
@@ -32,6 +34,32 @@ _REDFISH_PATH = re.compile(r"/redfish/v1(/[A-Za-z0-9_.:@%-]+)+/?")
 _HOST = re.compile(r"[A-Za-z0-9_.:-]{1,253}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _BASE_URL = re.compile(r"(https?)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(:[0-9]{1,5})?/?")
+# The longest a stale reading may drive the fans: a loaded GPU whose fans hold a low duty reaches its slowdown
+# temperature within a couple of minutes, and systemd's watchdog (cooling_watchdog_sec, 120 s) restarts a stuck loop
+# on the same scale. 120 s also leaves room for stale_after >= 2 x interval at the longest interval (60 s).
+STALE_AFTER_MAX = 120
+# IPMI 2.0 cipher suites (IPMI 2.0 specification, table 22-20): the two with authentication (RAKP-HMAC-SHA1 or
+# -SHA256), integrity (HMAC-SHA1-96 or HMAC-SHA256-128) and AES-CBC-128 confidentiality. Every other suite lacks
+# one of them or uses MD5 or RC4.
+IPMI_CIPHER_SUITES = (3, 17)
+_IPMI_CIPHER_FLAWS = {0: "no authentication, no integrity, no encryption: anyone on the BMC network can command "
+                         "the fans", 1: "no integrity and no encryption", 2: "no encryption", 6: "MD5, and no "
+                         "integrity or encryption", 15: "no integrity and no encryption", 16: "no encryption"}
+# ipmitool keeps the first 16 bytes of a user name and the first 20 of a password (IPMI 2.0's fields, ipmitool's
+# ssn_params.username and IPMI_AUTHCODE_BUFFER_SIZE) and drops the rest without a word.
+IPMI_USER_MAX = 16
+IPMI_PASSWORD_MAX = 20
+# Redfish user names and passwords travel in a JSON session request or a Basic header: no protocol limit, but no BMC
+# takes more than a few dozen characters; 256 keeps every request small.
+REDFISH_CREDENTIAL_MAX = 256
+# Sensor selectors, fan targets and CDU ids become command arguments, URL paths and metric labels: one short line.
+NAME_MAX = 256
+
+
+def _redfish_path(path):
+    """A path under /redfish/v1 on the BMC, without . or .. segments (which would climb out of the service root)."""
+    return (isinstance(path, str) and bool(_REDFISH_PATH.fullmatch(path))
+            and not any(segment in (".", "..") or segment.lower().startswith("%2e") for segment in path.split("/")))
 
 
 def _positive(value):
@@ -50,8 +78,9 @@ def _clean_text(value):
 
 
 def _hwmon_root_problem(root):
-    if not isinstance(root, str) or not root.startswith("/") or _CONTROL.search(root):
-        return "must be an absolute directory, got %r" % (root,)
+    if not isinstance(root, str) or not root.startswith("/") or _CONTROL.search(root) or len(root) > PATH_MAX:
+        return "must be an absolute directory (at most %d characters), got %r" % (PATH_MAX, root[:80] if isinstance(
+            root, str) else root)
     if posixpath.normpath(root) != root.rstrip("/") or ".." in root.split("/"):
         return "must be a normalised path (no '..', '.' or '//'), got %r" % root
     if root == "/proc" or root.startswith("/proc/"):
@@ -117,9 +146,9 @@ def _zone_problems(name, zone, path, hwmon_root="/sys/class/hwmon"):
             continue
         if sensor.get("backend") not in SENSOR_BACKENDS:
             problems.append("%s.backend: must be one of %s, got %r" % (spot, ", ".join(SENSOR_BACKENDS), sensor.get("backend")))
-        if not _clean_text(sensor.get("selector")):
+        if not _clean_text(sensor.get("selector")) or len(sensor["selector"]) > NAME_MAX:
             problems.append("%s.selector: must name the sensor (IPMI SDR name, Redfish sensor name, hwmon file, GPU index), "
-                            "one line, got %r" % (spot, sensor.get("selector")))
+                            "one line of at most %d characters, got %r" % (spot, NAME_MAX, sensor.get("selector")))
         elif sensor.get("backend") == "hwmon":
             problem = hwmon_selector_problem(sensor["selector"], hwmon_root, _HWMON_TEMP, "tempN_input")
             if problem:
@@ -138,15 +167,17 @@ def _group_problems(name, group, zones, bmc, profile, path, zones_path, hwmon_ro
     if backend not in FAN_BACKENDS:
         problems.append("%s.backend: must be one of %s, got %r" % (where, ", ".join(FAN_BACKENDS), backend))
     target = group.get("target")
-    if not _clean_text(target):
-        problems.append("%s.target: must name what the duty is written to (hwmon pwm file, profile zone, Redfish URI)" % where)
+    if not _clean_text(target) or len(target) > NAME_MAX:
+        problems.append("%s.target: must name what the duty is written to (hwmon pwm file, profile zone, Redfish URI) "
+                        "in one line of at most %d characters" % (where, NAME_MAX))
     elif backend == "hwmon":
         problem = hwmon_selector_problem(target, hwmon_root, _HWMON_PWM, "pwmN")
         if problem:
             problems.append("%s.target: %s" % (where, problem))
-    elif backend == "redfish" and not _REDFISH_PATH.fullmatch(target):
+    elif backend == "redfish" and not _redfish_path(target):
         # A path on the configured BMC only: an absolute URL would send the BMC's credentials elsewhere.
-        problems.append("%s.target: must be a Redfish path on the BMC (/redfish/v1/...), got %r" % (where, target))
+        problems.append("%s.target: must be a Redfish path on the BMC (/redfish/v1/..., no '.' or '..' segment), got %r"
+                        % (where, target))
     if "min_duty" in group:
         min_duty = as_number(group["min_duty"])
         if min_duty is None or not 0 <= min_duty <= 100:
@@ -217,9 +248,29 @@ def _number_problems(settings, where, rules):
     return problems
 
 
+def _credential_problems(endpoint, where, user_max, password_max, consumer):
+    """user and password: one line each, within what the consumer keeps. The password is never shown."""
+    problems = []
+    user = endpoint.get("user")
+    if user is not None and (not _clean_text(user) or len(user.encode("utf-8")) > user_max):
+        problems.append("%s.user: must be one line of at most %d bytes (%s), got %r" % (
+            where, user_max, consumer, user[:80] if isinstance(user, str) else user))
+    password = endpoint.get("password")
+    if password not in (None, "") and (not isinstance(password, str) or _CONTROL.search(password)
+                                       or len(password.encode("utf-8")) > password_max):
+        problems.append("%s.password: must be one line of at most %d bytes (%s); the value is not shown" % (
+            where, password_max, consumer))
+    return problems
+
+
+def _not_a_mapping(where, value, what):
+    """The sentence for an endpoint of the wrong shape: its type, never its content (it may hold a password)."""
+    return "%s: must be a mapping (%s), got a %s" % (where, what, kind_of(value))
+
+
 def _ipmi_problems(ipmi, where):
     if not isinstance(ipmi, dict):
-        return ["%s: must be a mapping, got %r" % (where, ipmi)]
+        return [_not_a_mapping(where, ipmi, "host, user, password, interface, cipher_suite ...")]
     problems = []
     interface = ipmi.get("interface", "lanplus")
     if interface not in ("lanplus", "open"):
@@ -232,17 +283,27 @@ def _ipmi_problems(ipmi, where):
         ("timeout", False, 0, 60, "seconds, a number above 0 and at most 60 (no unit: 5, not \"5s\")"),
         ("retries", True, 0, 10, "an integer 0-10"),
     )))
-    for key in ("user", "password_file", "ipmitool"):
-        if key in ipmi and not _clean_text(ipmi[key]):
+    suite = ipmi.get("cipher_suite")
+    if _integer(suite, 0, 17) and suite not in IPMI_CIPHER_SUITES and interface == "lanplus":
+        problems.append("%s.cipher_suite: %d is refused (%s); use 17 (HMAC-SHA256, AES-128) or 3 (HMAC-SHA1, "
+                        "AES-128)" % (where, suite, _IPMI_CIPHER_FLAWS.get(suite, "MD5 or RC4, or no encryption")))
+    for key in ("password_file", "ipmitool"):
+        if key in ipmi and (not _clean_text(ipmi[key]) or len(ipmi[key]) > PATH_MAX):
             problems.append("%s.%s: must be one line of text, got %r" % (where, key, ipmi[key]))
+    problems.extend(_credential_problems(ipmi, where, IPMI_USER_MAX, IPMI_PASSWORD_MAX,
+                                         "ipmitool silently cuts longer ones"))
     return problems
 
 
 def redfish_base_url_problem(url, allow_insecure_http):
-    """Why a Redfish base_url is unusable (None when usable)."""
+    """Why a Redfish base_url is unusable (None when usable). The URL is shown without any password in it."""
+    if isinstance(url, str) and "@" in url:
+        return ("must be the BMC's https://HOST[:PORT] without a user or password (set them in user and password), "
+                "got %r" % mask_url(url))
     match = _BASE_URL.fullmatch(url) if isinstance(url, str) else None
     if not match:
-        return "must be the BMC's https://HOST[:PORT] (no path, user or query), got %r" % (url,)
+        return "must be the BMC's https://HOST[:PORT] (no path, user or query), got %s" % (
+            repr(mask_url(url)) if isinstance(url, str) else "a " + kind_of(url),)
     if match.group(3) and not 1 <= int(match.group(3)[1:]) <= 65535:
         return "port must be 1-65535, got %r" % url
     if match.group(1) == "http" and allow_insecure_http is not True:
@@ -253,7 +314,7 @@ def redfish_base_url_problem(url, allow_insecure_http):
 
 def _redfish_problems(redfish, where):
     if not isinstance(redfish, dict):
-        return ["%s: must be a mapping, got %r" % (where, redfish)]
+        return [_not_a_mapping(where, redfish, "base_url, user, password, auth, verify_tls ...")]
     problems = []
     insecure = redfish.get("allow_insecure_http", False)
     if not isinstance(insecure, bool):
@@ -268,16 +329,20 @@ def _redfish_problems(redfish, where):
     problems.extend(_number_problems(redfish, where, (
         ("timeout", False, 0, 60, "seconds, a number above 0 and at most 60 (no unit: 5, not \"5s\")"),
     )))
-    for key in ("user", "password_file", "ca_file", "chassis", "thermal"):
-        if key in redfish and not _clean_text(redfish[key]):
-            problems.append("%s.%s: must be one line of text, got %r" % (where, key, redfish[key]))
+    for key, limit in (("password_file", PATH_MAX), ("ca_file", PATH_MAX), ("chassis", NAME_MAX),
+                       ("thermal", NAME_MAX)):
+        if key in redfish and (not _clean_text(redfish[key]) or len(redfish[key]) > limit):
+            problems.append("%s.%s: must be one line of text of at most %d characters, got %r" % (
+                where, key, limit, redfish[key][:80] if isinstance(redfish[key], str) else redfish[key]))
+    problems.extend(_credential_problems(redfish, where, REDFISH_CREDENTIAL_MAX, REDFISH_CREDENTIAL_MAX,
+                                         "no BMC takes longer ones"))
     return problems
 
 
 def _bmc_problems(bmc, path):
     problems = []
     if not isinstance(bmc, dict):
-        return ["%s: must be a mapping with optional ipmi and redfish endpoints, got %r" % (path, bmc)]
+        return [_not_a_mapping(path, bmc, "optional ipmi and redfish endpoints")]
     if bmc.get("ipmi") is not None:
         problems.extend(_ipmi_problems(bmc["ipmi"], path + ".ipmi"))
     if bmc.get("redfish") is not None:
@@ -292,6 +357,9 @@ def _command_problem(command):
                "would be run as one program name), got %r" % (command,)
     if not all(isinstance(word, str) and "\x00" not in word for word in command):
         return "every argument must be a string without NUL, got %r" % (command,)
+    if any(len(word) > ARGUMENT_MAX for word in command) or sum(len(word) + 1 for word in command) > ENV_TOTAL_MAX:
+        # execve takes at most 128 KiB per argument; no alert or shutdown command needs more than a path.
+        return "every argument must be at most %d characters, %d in all" % (ARGUMENT_MAX, ENV_TOTAL_MAX)
     if not _clean_text(command[0]) or command[0] != command[0].strip() or \
             ("/" in command[0] and not command[0].startswith("/")):
         return "the program %r must be a name found on PATH or an absolute path" % (command[0],)
@@ -318,7 +386,7 @@ def _liquid_problems(liquid, path, bmc_path="bmc", bmc=None):
         elif key in liquid and liquid[key] == "":
             problems.append("%s.%s: must be an argument list, got an empty string" % (path, key))
     uris = liquid.get("leak_detection_uris", [])
-    if not isinstance(uris, list) or not all(isinstance(u, str) and _REDFISH_PATH.fullmatch(u) for u in uris):
+    if not isinstance(uris, list) or not all(_redfish_path(u) and len(u) <= NAME_MAX for u in uris):
         problems.append("%s.leak_detection_uris: must be a list of Redfish paths on the BMC (/redfish/v1/...), got %r" % (path, uris))
     if liquid.get("leak_action", "alert") not in LIQUID_ACTIONS:
         problems.append("%s.leak_action: must be one of %s, got %r" % (path, ", ".join(LIQUID_ACTIONS), liquid.get("leak_action")))
@@ -370,6 +438,8 @@ def policy_problems(policy, prefix=""):
         problems.extend(_zone_problems(zone_name, zone, name("zones"), hwmon_root))
     bmc = policy.get("bmc") or {}
     problems.extend(_bmc_problems(bmc, name("bmc")))
+    # A BMC of the wrong shape is named above; the checks below read it as no BMC at all.
+    bmc = bmc if isinstance(bmc, dict) else {}
     profile = policy.get("ipmi_profile") or {}
     problems.extend(profile_problems(profile, name("ipmi_profile")))
     groups = policy.get("fan_groups")
@@ -397,11 +467,33 @@ def policy_problems(policy, prefix=""):
     if stale is None or interval is None or stale < 2 * interval:
         # One missed cycle must not trip the fail-safe, two must be allowed to.
         problems.append("%s: must be at least twice %s, got %r" % (name("stale_after"), name("interval"), policy.get("stale_after")))
+    elif stale > STALE_AFTER_MAX:
+        problems.append("%s: must be at most %d seconds: fans would hold their duty on readings that old while the GPUs "
+                        "heat up, got %r" % (name("stale_after"), STALE_AFTER_MAX, policy.get("stale_after")))
+    problems.extend(metrics_file_problems(policy.get("metrics_file", ""), name("metrics_file")))
     if policy.get("on_stop", "full") not in STOP_ACTIONS:
         problems.append("%s: must be one of %s, got %r" % (name("on_stop"), ", ".join(STOP_ACTIONS), policy.get("on_stop")))
-    problems.extend(_liquid_problems(policy.get("liquid"), name("liquid"), name("bmc"), bmc if isinstance(bmc, dict) else {}))
+    problems.extend(_liquid_problems(policy.get("liquid"), name("liquid"), name("bmc"), bmc))
     if "gpu_mig_layout" in policy:
         problems.extend(mig_layout_problems(policy.get("gpu_mig_layout"), policy.get("gpu_mig_config"), prefix))
+    # Whatever the shape of the BMC settings, no password they hold reaches a message.
+    return masked(problems, policy)
+
+
+def metrics_file_problems(path, name="metrics_file"):
+    """The textfile collector file the controller (root) replaces every cycle: empty for none, else an absolute
+    path ending in .prom (the only files node_exporter's textfile collector reads) under TEXTFILE_UNDER, so that
+    no system file (/etc/passwd, a unit, a library) can be named."""
+    if path in ("", None):
+        return []
+    problems = path_problems(name, path, under=TEXTFILE_UNDER, what="file path")
+    if not problems and not path.endswith(".prom"):
+        problems.append("%s: must end in .prom, the only files node_exporter's textfile collector reads; got %r"
+                        % (name, path))
+    if not problems:
+        problem = length_problem(name, path, PATH_MAX, "the kernel (PATH_MAX)")
+        if problem:
+            problems.append(problem)
     return problems
 
 

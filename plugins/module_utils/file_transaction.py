@@ -19,6 +19,8 @@ import stat
 import tempfile
 
 REDACTED = "<secret: %d bytes, not shown>\n"
+# Every temporary file this module stages begins with it (mkstemp: 0600, O_EXCL, beside its target).
+TEMPORARY_PREFIX = ".gpufabric-"
 
 
 def read_current(path):
@@ -100,7 +102,7 @@ def write_atomically(path, data, mode, owner=None):
     """Replace path with data (bytes) through a temporary file beside it and a rename, so that a reader sees the
     old file or the new one, never part of one. mkstemp creates the temporary file 0600; it gets mode (and owner,
     a (uid, gid) pair, when given) before the rename."""
-    fd, temporary = tempfile.mkstemp(prefix=".gpufabric-", dir=os.path.dirname(path))
+    fd, temporary = tempfile.mkstemp(prefix=TEMPORARY_PREFIX, dir=os.path.dirname(path))
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -118,7 +120,7 @@ def write_atomically(path, data, mode, owner=None):
 
 def _stage(change):
     directory = os.path.dirname(change["path"])
-    fd, temp = tempfile.mkstemp(prefix=".gpufabric-", suffix=".tmp", dir=directory)
+    fd, temp = tempfile.mkstemp(prefix=TEMPORARY_PREFIX, suffix=".tmp", dir=directory)
     try:
         # The mode first: a secret is never readable by others, not even for an instant.
         os.fchmod(fd, change["mode"])
@@ -236,3 +238,22 @@ def _restore(done):
             continue
         previous = dict(change, after=change["before"], mode=change.get("before_mode") or change["mode"])
         os.replace(_stage(previous), path)
+
+
+def remove_stale_temporaries(directory, check_mode=False):
+    """Remove what write_atomically and apply staged in directory and never renamed: their process was killed
+    (SIGKILL, power loss) between the write and the rename, and a temporary file may hold a whole secret. Only for
+    a directory whose writers all hold one lock, held by the caller now: a temporary file of a writer still running
+    would otherwise go. Returns the paths removed (in check mode, that would be)."""
+    removed = []
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return removed
+    for name in names:
+        path = os.path.join(directory, name)
+        if name.startswith(TEMPORARY_PREFIX) and (os.path.islink(path) or not os.path.isdir(path)):
+            if not check_mode:
+                os.unlink(path)
+            removed.append(path)
+    return removed

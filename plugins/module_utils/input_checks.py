@@ -1,16 +1,21 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Small checks shared by the roles' problems functions (rdma_inputs, nccl_inputs, verify_inputs, rollout).
+"""Small checks shared by the roles' problems functions (rdma_inputs, nccl_inputs, verify_inputs, rollout, cooling).
 
 Each returns a sentence naming the variable, or None when the value is fine. Patterns are matched whole
 (re.fullmatch): with re.match and `$`, a value with a trailing newline passes and splits the file it is written
 into. Values are already typed by the roles' argument_specs, which accept the strings Ansible converts ("5" for an
 int), so numbers are read the same way here.
+
+Standard library only, no absolute imports: the cooling role installs this file on the host beside cooling_policy,
+which imports it relatively. ``masked`` is the last step of every problems filter: whatever the shape of the input,
+no password, passphrase or URL credential it holds reaches a message.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import posixpath
 import re
@@ -20,6 +25,31 @@ import re
 _LINE_BREAKS = re.compile(r"[\r\n\x00\x0b\x0c\x85\u2028\u2029]")
 # What a path a role writes may hold: nothing a shell, a unit file or a config line would read differently.
 _PATH = re.compile(r"/[A-Za-z0-9_.+@:,/-]*")
+
+# Length limits, from what reads the value. execve(2) refuses one argument or one NAME=value environment string
+# longer than MAX_ARG_STRLEN (32 pages: 131072 bytes with its NUL) with E2BIG, and every argument and environment
+# string together must fit in ARG_MAX (a quarter of the stack limit, 2 MiB by default). A value exported from
+# /etc/profile.d reaches every process of every login shell, so the limits for environments are far lower: no
+# NCCL or MPI setting comes near 4096 characters (PATH_MAX, for values that are paths), and 32 KiB for all of them
+# together leaves ARG_MAX to the commands' own arguments.
+ENV_VALUE_MAX = 4096
+ENV_TOTAL_MAX = 32768
+ARGUMENT_MAX = 4096
+PATH_MAX = 4096
+# Directories where Prometheus node_exporter's textfile collector directory usually lives (Debian's package:
+# /var/lib/prometheus/node-exporter; upstream's examples: /var/lib/node_exporter/textfile_collector; a tmpfs under
+# /run). A root daemon that replaces a file there every cycle must never be pointed at a system file.
+TEXTFILE_UNDER = ("/var/lib", "/run", "/srv", "/opt")
+
+# Keys whose values are secrets, whatever the mapping they are in (not password_file and the like: a path); and a
+# URL's user:password@ part.
+_SECRET_KEY = re.compile(r"(?i)(?!.*_(file|path|dir)$)(.*(password|passwd|passphrase|secret|token|credential|api_?key"
+                         r"|private_?key).*|(.*[_-])?pass([_-].*)?)")
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#@\s'\"]*)@")
+SECRET_SHOWN = "<secret>"
+# A secret this short is masked where it is quoted ('ab', "ab"), not everywhere: masking two letters in every word
+# would make the message unreadable, and the checks never print such a value bare.
+_BARE_SECRET_MIN = 4
 
 
 def has_line_break(text):
@@ -47,18 +77,20 @@ def as_int(value):
 
 
 def as_number(value):
-    """The float argument_specs would accept for value, else None."""
+    """The finite float argument_specs would accept for value, else None (YAML's .inf and .nan are not numbers here:
+    a rate or threshold of infinity, or one that compares false with everything, disables the check it feeds)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
+        number = float(value)
+    elif isinstance(value, str):
         try:
             number = float(value.strip())
         except ValueError:
             return None
-        return number if math.isfinite(number) else None
-    return None
+    else:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def int_range_problem(name, value, low=None, high=None, allow_none=False, rule=None):
@@ -93,6 +125,9 @@ def path_problems(name, value, under=(), exact=(), allow_empty=False, what="path
     if not _PATH.fullmatch(value):
         return ["%s: must be an absolute %s of letters, digits and _ . + @ : , - only (no whitespace, line breaks, "
                 "quotes or shell characters); got %r" % (name, what, value)]
+    if len(value) > PATH_MAX:
+        return ["%s: %d characters, longer than the kernel's PATH_MAX (%d); got %s"
+                % (name, len(value), PATH_MAX, shown(value, 40))]
     problems = []
     normal = posixpath.normpath(value)
     if normal.startswith("//"):
@@ -106,3 +141,120 @@ def path_problems(name, value, under=(), exact=(), allow_empty=False, what="path
         places = ["under %s/" % directory.rstrip("/") for directory in under] + list(exact)
         problems.append("%s: must be %s; %s is outside" % (name, " or ".join(places), normal))
     return problems
+
+
+def kind_of(value):
+    """What value is, in the words of the inventory (a list, a mapping...), never its content: for messages about a
+    value that may hold a secret. (Ansible hands filters its own list and dict types: their class names mean
+    nothing to a reader.)"""
+    for kind, name in ((bool, "boolean"), (dict, "mapping"), ((list, tuple), "list"), (str, "string"),
+                       ((int, float), "number")):
+        if isinstance(value, kind):
+            return name
+    return "null" if value is None else type(value).__name__
+
+
+def shown(value, limit=80):
+    """repr(value) for a message, cut to about `limit` characters: a 200 kB value is named, not printed."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return "%s... (%d characters)" % (text[:limit], len(value) if isinstance(value, (str, list, dict)) else len(text))
+
+
+def length_problem(name, value, limit, consumer):
+    """`name` must be at most `limit` characters; consumer says what reads it (and why that limit)."""
+    if isinstance(value, str) and len(value) > limit:
+        return "%s: %d characters, more than the %d that %s takes; got %s" % (name, len(value), limit, consumer,
+                                                                              shown(value, 40))
+    return None
+
+
+def environment_problems(name, variables, consumer):
+    """Limits of a mapping exported as NAME=value strings (see ENV_VALUE_MAX and ENV_TOTAL_MAX)."""
+    if not isinstance(variables, dict):
+        return []
+    problems = []
+    total = 0
+    for key in sorted(variables, key=str):
+        value = variables[key]
+        if value is None or isinstance(value, (dict, list)):
+            continue
+        text = str(value)
+        total += len(str(key)) + 1 + len(text) + 1
+        problem = length_problem("%s.%s" % (name, key), text, ENV_VALUE_MAX, consumer)
+        if problem:
+            problems.append(problem)
+    if total > ENV_TOTAL_MAX:
+        problems.append("%s: %d bytes of NAME=value strings in all, more than the %d that %s takes (execve refuses "
+                        "an environment past ARG_MAX, and every command would carry it)"
+                        % (name, total, ENV_TOTAL_MAX, consumer))
+    return problems
+
+
+def file_mode_problem(name, value):
+    """A file mode must be a quoted octal string ('0640'). YAML reads an unquoted 0640 as the octal number 416 and
+    an unquoted 644 as the decimal 644: as a number, the mode cannot be told from a typo, so it is refused."""
+    if isinstance(value, bool) or isinstance(value, (int, float)):
+        return ("%s: got the number %r; YAML reads an unquoted 0640 as 416 (octal) and 644 as 644 (decimal), so a "
+                "number cannot say which mode was meant. Quote the mode: %s: '0640'" % (name, value, name))
+    if not isinstance(value, str) or not re.fullmatch(r"0?[0-7]{3}", value):
+        return "%s: must be an octal mode such as '0644' (quoted); got %s" % (name, shown(value))
+    if int(value, 8) & 0o002:
+        return "%s: %s lets every local user write the file; drop the write bit for others" % (name, value)
+    return None
+
+
+def mode_value(text):
+    """The int of a mode that file_mode_problem accepted."""
+    return int(text, 8)
+
+
+def _secrets(value, under_secret_key=False, found=None):
+    """Every secret string in value: those under a secret-named key (at any depth) and URL credentials."""
+    found = [] if found is None else found
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _secrets(item, under_secret_key or bool(_SECRET_KEY.fullmatch(str(key))), found)
+    elif isinstance(value, (list, tuple, set)):
+        for item in value:
+            _secrets(item, under_secret_key, found)
+    elif value is not None and not isinstance(value, bool):
+        text = str(value)
+        if under_secret_key and text:
+            found.append(text)
+        for match in _URL_CREDENTIALS.finditer(text):
+            userinfo = match.group("userinfo")
+            if ":" in userinfo:
+                found.append(userinfo.split(":", 1)[1])
+    return found
+
+
+def mask_url(text):
+    """text with the password of every URL in it replaced (https://user:<secret>@host)."""
+    def replace(match):
+        user, colon, unused_password = match.group("userinfo").partition(":")
+        return "%s%s%s@" % (match.group("scheme"), user, colon + SECRET_SHOWN if colon else "")
+    return _URL_CREDENTIALS.sub(replace, text)
+
+
+def masked(messages, *inputs):
+    """messages with every secret found in inputs replaced by <secret>, bare or quoted (repr, JSON), and URL
+    passwords masked: the safety net under the checks, which never print a mapping that may hold a password."""
+    secrets = []
+    for value in inputs:
+        _secrets(value, found=secrets)
+    forms = set()
+    for secret in secrets:
+        forms.update(form for form in (repr(secret), json.dumps(secret), json.dumps(secret, ensure_ascii=False))
+                     if form)
+        if len(secret) >= _BARE_SECRET_MIN:
+            forms.update((secret, repr(secret)[1:-1], json.dumps(secret)[1:-1]))
+    ordered = sorted(forms, key=len, reverse=True)
+    result = []
+    for message in messages:
+        text = mask_url(str(message))
+        for form in ordered:
+            text = text.replace(form, SECRET_SHOWN)
+        result.append(text)
+    return result

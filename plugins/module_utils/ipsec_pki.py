@@ -1,10 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A host's IPsec key and certificate: whether the key fits, whether the certificate must be reissued, and its CSR.
+"""A host's IPsec key and certificate: whether the key fits, whether the certificate must be reissued, its CSR, and
+what the CA on the controller checks in that CSR before it signs it.
 
-Used by gpufabric.core.ipsec_host_pki on the host, so that the private key never leaves it. Functions take
-cryptography objects or plain data; nothing here reads a file.
+Used by gpufabric.core.ipsec_host_pki on the host, so that the private key never leaves it, and by the
+ipsec_csr_problems filter on the controller. Functions take cryptography objects or plain data; nothing here reads
+a file.
 """
 
 from __future__ import annotations
@@ -144,3 +146,62 @@ def build_csr(key, common_name, sans, digest):
                                                      ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False))
     algorithm = None if isinstance(key, ed25519.Ed25519PrivateKey) else getattr(hashes, DIGESTS[digest])()
     return builder.sign(key, algorithm).public_bytes(serialization.Encoding.PEM).decode("ascii")
+
+
+# What the role's CSR carries (build_csr): the names, the key usage and the extended key usage; nothing else.
+_CSR_EXTENSIONS = ("subjectAltName", "keyUsage", "extendedKeyUsage")
+_CSR_EXTENDED_USAGES = ("serverAuth", "clientAuth")
+
+
+def csr_problems(csr_pem, common_name, expected_sans):
+    """Why the CA must not sign a host's CSR ([] when it may): the request came back from the host, which could
+    send anything. It must be signed by its own key and name exactly the subject and the names the controller
+    computed for that host from the inventory (common_name, expected_sans in the role's DNS:/IP:/email:
+    notation), and ask for nothing else: no CA basic constraint, no other usage, no other extension (the CA's
+    signer copies a CSR's extensions into the certificate)."""
+    try:
+        csr = x509.load_pem_x509_csr(csr_pem.encode("ascii") if isinstance(csr_pem, str) else csr_pem)
+    except (ValueError, TypeError, UnicodeEncodeError) as exc:
+        return ["the signing request is not a PEM certificate signing request: %s" % exc]
+    if not csr.is_signature_valid:
+        return ["the signing request's signature does not verify: it was not made with the key it carries"]
+    problems = []
+    names = csr.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    others = [attribute for attribute in csr.subject if attribute.oid != NameOID.COMMON_NAME]
+    if [name.value for name in names] != [common_name] or others:
+        problems.append("its subject is %s, not CN=%s (this host's ipsec_identity)" % (
+            csr.subject.rfc4514_string() or "empty", common_name))
+    requested = sorted(subject_alt_names(csr))
+    if sorted(map(_san_key, requested)) != sorted(map(_san_key, expected_sans)):
+        problems.append("it asks for the names %s, not this host's %s (ipsec_identity, ipsec_address, "
+                        "ipsec_pki_cert_names, ipsec_pki_cert_addresses)" % (
+                            ", ".join(requested) or "none", ", ".join(sorted(expected_sans))))
+    extra = sorted(_oid_name(extension.oid) for extension in csr.extensions
+                   if _oid_name(extension.oid) not in _CSR_EXTENSIONS)
+    if extra:
+        problems.append("it asks for extensions the role never requests: %s" % ", ".join(extra))
+    usage = _extension(csr, x509.KeyUsage)
+    if usage is None or not usage.digital_signature or usage.key_cert_sign or usage.crl_sign:
+        problems.append("its key usage is not digitalSignature alone (a host certificate must not sign "
+                        "certificates or CRLs)")
+    extended = _extension(csr, x509.ExtendedKeyUsage)
+    unexpected = sorted(_oid_name(oid) for oid in extended or [] if _oid_name(oid) not in _CSR_EXTENDED_USAGES)
+    if unexpected:
+        problems.append("it asks for extended key usages beyond serverAuth and clientAuth: %s" % ", ".join(unexpected))
+    return problems
+
+
+def _san_key(text):
+    """A SAN as compared: addresses by value (FD00::1 is fd00::1), names and e-mail addresses without case."""
+    kind, unused_separator, value = str(text).partition(":")
+    if kind == "IP":
+        try:
+            return "IP:%s" % ipaddress.ip_address(value)
+        except ValueError:
+            pass
+    return "%s:%s" % (kind, value.lower())
+
+
+def _oid_name(oid):
+    """The OID's short name where cryptography knows one (keyUsage, serverAuth), else its dotted form."""
+    return getattr(oid, "_name", None) or oid.dotted_string

@@ -7,6 +7,7 @@ The two formats carry the same data in different shapes:
 - json0 wraps every value in a list and names elements with a "name" key;
 - json collapses single elements, keys interfaces and chassis by their name, and turns the interface
   list into a single object when there is only one neighbour.
+lldpd before 0.9.7 prints the neighbour's TTL under the chassis, later releases under the port.
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ def _neighbor(local_interface, body):
         port = {}
     port_id, port_id_type = _id(port.get("id"))
     mgmt_ips = _texts(chassis.get("mgmt-ip"))
-    ttl = _text(port.get("ttl")) or _text(body.get("ttl"))
+    # lldpd 1.x prints the TTL under the port; 0.9.4 to 0.9.6 (SONiC's for years) under the chassis.
+    ttl = _text(port.get("ttl")) or _text(body.get("ttl")) or _text(chassis.get("ttl"))
     vlans = []
     raw_vlans = body.get("vlan")
     for vlan in raw_vlans if isinstance(raw_vlans, list) else ([raw_vlans] if raw_vlans else []):

@@ -14,8 +14,11 @@ import posixpath
 import re
 
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import (
+    ENV_VALUE_MAX,
+    environment_problems,
     has_line_break,
     int_range_problem,
+    masked,
     path_problems,
 )
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import INTERFACE_NAME, check_variables
@@ -28,7 +31,10 @@ ALGORITHMS = re.compile(r"\^?[A-Za-z]+(,[A-Za-z]+)*")
 CONF_EXACT = ("/etc/nccl.conf",)
 CONF_UNDER = ("/etc/nccl",)
 PROFILE_UNDER = ("/etc/profile.d",)
-ENV_FILE_UNDER = ("/etc",)
+# Where KEY=VALUE files for Slurm prologs, EnvironmentFile=, docker --env-file and enroot live. Not anywhere under
+# /etc: a file named nccl in /etc/sudoers.d (sudo reads every file there and stops working on a line it cannot
+# parse), /etc/cron.d or /etc/pam.d would be read by a program that is not expecting NAME=value lines.
+ENV_FILE_UNDER = ("/etc/default", "/etc/sysconfig", "/etc/environment.d", "/etc/enroot", "/etc/slurm", "/etc/nccl")
 TOPOLOGY_XML_UNDER = ("/etc/nccl",)
 
 
@@ -72,8 +78,16 @@ def nccl_problems(settings):
     if not isinstance(settings, dict):
         return ["the nccl settings must be a dict of nccl_* variables; got %s" % type(settings).__name__]
     problems = []
-    problems.extend(check_variables(settings.get("nccl_variables", {}),
-                                    allow_debug=bool(settings.get("nccl_allow_debug_variables", False)),
+    variables = settings.get("nccl_variables", {})
+    # Every value is exported from /etc/profile.d into each login shell's environment (and written to nccl.conf):
+    # a value past the limits would make every command of that shell fail with "Argument list too long".
+    problems.extend(environment_problems("nccl_variables", variables,
+                                         "a login shell's environment (nccl_profile_script_path)"))
+    if isinstance(variables, dict):
+        # A value too long to export is named above; its characters are not listed again.
+        variables = {name: value for name, value in variables.items()
+                     if not isinstance(value, str) or len(value) <= ENV_VALUE_MAX}
+    problems.extend(check_variables(variables, allow_debug=bool(settings.get("nccl_allow_debug_variables", False)),
                                     prefix="nccl_variables."))
     names = _socket_ifnames(settings.get("nccl_socket_ifname", []))
     if not isinstance(names, list):
@@ -119,4 +133,4 @@ def nccl_problems(settings):
     group = settings.get("nccl_consistency_group", "default")
     if not isinstance(group, str) or has_line_break(group):
         problems.append("nccl_consistency_group: must be a one-line name (or empty); got %r" % (group,))
-    return problems
+    return masked(problems, settings)

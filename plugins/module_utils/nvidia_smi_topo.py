@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError, clean_lines, describe_line
+from ansible_collections.gpufabric.core.plugins.module_utils.sysfs_text import HostDataError, parse_cpulist
 
 COMMAND = "nvidia-smi topo -m"
 QUERY_COMMAND = "nvidia-smi --query-gpu=index,name,pci.bus_id --format=csv,noheader"
@@ -34,7 +35,7 @@ _CPU_LIST = re.compile(r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*")
 _ATTRIBUTE_SHAPES = {
     "CPU Affinity": lambda value: value in ("", "N/A") or bool(_CPU_LIST.fullmatch(value)),
     "NUMA Affinity": lambda value: value == "N/A" or bool(_CPU_LIST.fullmatch(value)),
-    "GPU NUMA ID": lambda value: value == "N/A" or bool(_INT.match(value)),
+    "GPU NUMA ID": lambda value: value == "N/A" or bool(_CPU_LIST.fullmatch(value)),
 }
 # How far right of its header a CPU Affinity value may start (link codes are centred, " X ").
 _CPU_AFFINITY_SLACK = 2
@@ -56,8 +57,19 @@ def _find_header(lines):
     return None, None
 
 
-def _int_or_none(value):
-    return int(value) if value is not None and _INT.match(value) else None
+def _numa_nodes(label, column, value):
+    """A NUMA Affinity or GPU NUMA ID cell as a list of node numbers: '0' -> [0], '0,3-9' -> [0, 3, ..., 9],
+    N/A or no cell -> [].
+
+    Grace hosts (GH200, GB200, GB300) print lists: the GPU's memory and its MIG memory partitions are NUMA
+    nodes of their own, numbered after the nodes that hold the CPUs.
+    """
+    if value is None or value == "N/A":
+        return []
+    try:
+        return parse_cpulist(value)
+    except HostDataError as exc:
+        raise ParseError(COMMAND, "row %s: %s %r is no list of NUMA nodes (%s)" % (label, column, value, exc)) from None
 
 
 def link_rank(code):
@@ -159,13 +171,16 @@ def _empty_result(errors):
 def parse_nvidia_smi_topo(text):
     """Parse `nvidia-smi topo -m`.
 
-    Returns gpus (name, index, cpu_affinity, numa_affinity, gpu_numa_id), nics (name, device), the full
+    Returns gpus (name, index, cpu_affinity, numa_affinity, numa_affinity_nodes, gpu_numa_id), nics (name, device), the full
     link matrix {row: {column: code}}, nvlinks {GPU: {peer GPU: number of links}}, nearest_nics
     {GPU: [device names with its best link]} and nearest_link {GPU: that link code}, legend_found, and
     errors: why the output holds no GPU ("No devices were found"), empty otherwise.
     Accepts both layouts: the NIC# columns with a "NIC Legend", and the older layout naming the
     RDMA devices (mlx5_N) directly in the header; TAB or space separated; an empty CPU Affinity cell;
-    link cells printed without a separator (PXBNODE) when they split one way only.
+    link cells printed without a separator (PXBNODE) when they split one way only; the NUMA node lists of
+    Grace hosts ('0,3-9,11-17' under NUMA Affinity: numa_affinity is the first, the CPUs' node, and
+    numa_affinity_nodes all of them; gpu_numa_id is the node of the GPU's own memory, None where the GPU's
+    memory is no NUMA node).
     """
     lines = clean_lines(text, COMMAND)
     header_at, header = _find_header(lines)
@@ -219,13 +234,17 @@ def parse_nvidia_smi_topo(text):
         if _GPU_NAME.match(name):
             values = extra.get(name, {})
             cpu_affinity = values.get("CPU Affinity", "")
-            numa = values.get("NUMA Affinity")
+            numa = _numa_nodes(name, "NUMA Affinity", values.get("NUMA Affinity"))
+            memory = _numa_nodes(name, "GPU NUMA ID", values.get("GPU NUMA ID"))
             gpus.append({
                 "name": name,
                 "index": int(_GPU_NAME.match(name).group(1)),
                 "cpu_affinity": "" if cpu_affinity in ("N/A", None) else cpu_affinity,
-                "numa_affinity": _int_or_none(numa),
-                "gpu_numa_id": _int_or_none(values.get("GPU NUMA ID")),
+                # The lowest node listed is the CPUs' own: on a Grace host the other nodes of the list are the
+                # GPU's memory partitions, which have no CPUs to run on.
+                "numa_affinity": numa[0] if numa else None,
+                "numa_affinity_nodes": numa,
+                "gpu_numa_id": memory[0] if memory else None,
             })
         else:
             device = legend.get(name)

@@ -14,10 +14,13 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import (
+    ARGUMENT_MAX,
     as_number,
     full_match_problem,
     has_line_break,
     int_range_problem,
+    length_problem,
+    masked,
 )
 
 # Each value is written into a file (sources list, modprobe.d, limits.d, the tune script's JSON) or a command line:
@@ -34,6 +37,11 @@ DEVICE = re.compile(r"[A-Za-z0-9_.-]+")
 MLXCONFIG_PARAMETER = re.compile(r"[A-Z0-9_]+(\[[0-9.]+\])?")
 MLXCONFIG_VALUE = re.compile(r"[A-Za-z0-9_.()-]+")
 GPG_KEY_BEGIN = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
+# A line of /etc/modprobe.d: kmod reads lines of any length, but no module takes options near this long, and the
+# kernel hands them to the module as one string.
+MODULE_OPTIONS_MAX = 1024
+# An apt source line and wget/curl's argv: servers refuse request lines past 8 KiB; 2048 is the practical URL limit.
+URL_MAX = 2048
 
 
 def _list_problems(problems, name, values, pattern, rule):
@@ -61,15 +69,17 @@ def _doca_problems(settings, problems):
     doca = settings.get("rdma_driver_source") == "doca"
     url = settings.get("rdma_doca_repo_url", "")
     if url != "" or doca:
-        problem = full_match_problem("rdma_doca_repo_url", url, URL,
-                                     "must be the http(s):// or file:// URL of the DOCA-OFED mirror"
-                                     + (" when rdma_driver_source is doca" if doca else ""))
+        rule = ("must be the http(s):// or file:// URL of the DOCA-OFED mirror"
+                + (" when rdma_driver_source is doca" if doca else ""))
+        problem = (length_problem("rdma_doca_repo_url", url, URL_MAX, "apt's source line")
+                   or full_match_problem("rdma_doca_repo_url", url, URL, rule))
         if problem:
             problems.append(problem)
     key_url = settings.get("rdma_doca_gpg_key_url", "")
     key = settings.get("rdma_doca_gpg_key", "")
     if key_url != "":
-        problem = full_match_problem("rdma_doca_gpg_key_url", key_url, URL, "must be an http(s):// or file:// URL")
+        problem = length_problem("rdma_doca_gpg_key_url", key_url, URL_MAX, "the download's URL") or \
+            full_match_problem("rdma_doca_gpg_key_url", key_url, URL, "must be an http(s):// or file:// URL")
         if problem:
             problems.append(problem)
     if key != "" and (not isinstance(key, str) or GPG_KEY_BEGIN not in key):
@@ -101,8 +111,12 @@ def _module_options_problems(options, problems):
             problems.append("%s: must be an option string such as 'name=value'; got %r" % (name, value))
             continue
         text = str(value)
-        if not text.strip() or has_line_break(text) or "#" in text:
-            problems.append("%s: must be a non-empty one-line option string without '#'; got %r" % (name, text))
+        if not text.strip() or has_line_break(text) or "#" in text or "\\" in text:
+            # modprobe joins a line ending in a backslash with the next one, and no option needs one elsewhere.
+            problems.append("%s: must be a non-empty one-line option string without '#' or '\\'; got %r" % (
+                name, text[:80]))
+        elif len(text) > MODULE_OPTIONS_MAX:
+            problems.append(length_problem(name, text, MODULE_OPTIONS_MAX, "a line of /etc/modprobe.d"))
 
 
 def _mlxconfig_problems(settings, problems):
@@ -116,7 +130,7 @@ def _mlxconfig_problems(settings, problems):
             continue
         value = settings[parameter]
         text = str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
-        if text is None or full_match_problem("", text, MLXCONFIG_VALUE, ""):
+        if text is None or len(text) > ARGUMENT_MAX or full_match_problem("", text, MLXCONFIG_VALUE, ""):
             problems.append("rdma_mlxconfig_settings.%s: must be a plain value (letters, digits, _ . ( ) -); got %r"
                             % (parameter, value))
 
@@ -159,4 +173,5 @@ def rdma_problems(settings):
         problems.append("rdma_expected_rate_gbps: must be a number of at least 0 (0 accepts any rate); got %r"
                         % (settings.get("rdma_expected_rate_gbps"),))
     _mlxconfig_problems(settings.get("rdma_mlxconfig_settings", {}), problems)
-    return problems
+    # A mirror URL may carry user:password@: never in a message.
+    return masked(problems, settings)

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import interface_name_problem
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import path_problems
+
 try:
     import netaddr
 except ImportError:  # pragma: no cover - netaddr is in the controller's requirements
@@ -28,8 +31,12 @@ BGP_CONNECT_RETRY_RANGE = (1, 65535)
 MAXIMUM_PATHS_RANGE = (1, 64)
 ASN_RANGE = (1, 4294967295)
 AS_TRANS = 23456  # RFC 6793: a placeholder, never a real AS
-INTERFACE_NAME = re.compile(r"[^\s/:]{1,15}\Z")
 PROFILE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
+PACKAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+_-]{0,127}")
+# bgpd's "neighbor PEER description LINE": up to 80 characters, one line.
+DESCRIPTION_MAX = 80
+# The role replaces this file whole and reloads FRR with it: FRR's own folder only, never a system file.
+FRR_CONFIG_UNDER = ("/etc/frr",)
 UPLINK_KEYS = {"interface", "peer", "unnumbered", "remote_asn", "leaf", "bfd", "description"}
 
 
@@ -132,10 +139,9 @@ def _check_uplink(problems, label, uplink, host_asn):
     unknown = sorted(set(uplink) - UPLINK_KEYS)
     if unknown:
         problems.append("%s: unknown key(s) %s (known: %s)" % (label, ", ".join(unknown), ", ".join(sorted(UPLINK_KEYS))))
-    interface = uplink.get("interface")
-    if not isinstance(interface, str) or not INTERFACE_NAME.match(interface):
-        problems.append("%s.interface: %r is not an interface name (1-15 characters, no '/', ':' or space)" % (
-            label, interface))
+    problem = interface_name_problem(uplink.get("interface"))
+    if problem:
+        problems.append("%s.interface: %s" % (label, problem))
     unnumbered = uplink.get("unnumbered", False)
     peer = uplink.get("peer")
     if not isinstance(unnumbered, bool):
@@ -163,8 +169,12 @@ def _check_uplink(problems, label, uplink, host_asn):
             problems.append("%s.%s: %r is not a boolean" % (label, key, uplink[key]))
     for key in ("leaf", "description"):
         value = uplink.get(key)
-        if value is not None and (not isinstance(value, str) or not value.strip() or "\n" in value):
-            problems.append("%s.%s: %r must be a one-line, non-empty string" % (label, key, value))
+        # Written into frr.conf: a carriage return or another control character would end or garble the line.
+        if value is not None and (not isinstance(value, str) or not value.strip()
+                                  or re.search(r"[\x00-\x1f\x7f]", value) or len(value) > DESCRIPTION_MAX):
+            problems.append("%s.%s: %r must be a one-line, non-empty string of at most %d characters without "
+                            "control characters" % (label, key, value if not isinstance(value, str) else value[:100],
+                                                    DESCRIPTION_MAX))
 
 
 def routing_problems(settings, prefix="routing_"):
@@ -173,7 +183,7 @@ def routing_problems(settings, prefix="routing_"):
     settings: the role's variables without their prefix (asn, router_id, uplinks, loopback_addresses,
     accept_prefixes, advertise_prefixes, verify_prefixes, maximum_paths, bfd_enabled, bfd_profile,
     bfd_transmit_interval, bfd_receive_interval, bfd_detect_multiplier, bgp_keepalive, bgp_hold,
-    bgp_connect_retry).
+    bgp_connect_retry, frr_config_path, verify_timeout, packages; the last four only when given).
     """
     if netaddr is None:
         return ["%s*: the Python library netaddr is needed on the controller to check addresses "
@@ -261,4 +271,14 @@ def routing_problems(settings, prefix="routing_"):
     if "bgp_connect_retry" in settings:
         _check_range(problems, name("bgp_connect_retry"), settings["bgp_connect_retry"], BGP_CONNECT_RETRY_RANGE,
                      " s")
+    if "frr_config_path" in settings:
+        found = path_problems(name("frr_config_path"), settings["frr_config_path"], under=FRR_CONFIG_UNDER,
+                              what="file path")
+        problems.extend(found)
+    if "verify_timeout" in settings:
+        _check_range(problems, name("verify_timeout"), settings["verify_timeout"], (1, 86400), " s")
+    packages = settings.get("packages", [])
+    for index, package in enumerate(packages if isinstance(packages, list) else [packages]):
+        if not isinstance(package, str) or not PACKAGE.fullmatch(package):
+            problems.append("%s[%d]: %r is not a package name" % (name("packages"), index, package))
     return problems

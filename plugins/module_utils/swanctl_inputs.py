@@ -16,6 +16,9 @@ import ipaddress
 import posixpath
 import re
 
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import PATH_MAX, kind_of, masked
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_ca import ancestor_problems, entry_problems
+
 # strongSwan time values: a number of seconds, or a number with s, m, h or d.
 _DURATION = re.compile(r"(?P<number>[0-9]{1,9})(?P<unit>[smhd]?)")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -299,25 +302,34 @@ def _pki_problems(settings, path, awx_job):
     if passphrase and (not isinstance(passphrase, str) or len(passphrase) < 16 or _CONTROL.search(passphrase)):
         problems.append("%sipsec_pki_ca_passphrase: must be a string of at least 16 characters without control "
                         "characters (or empty for an unencrypted CA key)" % path)
-    pki_dir = settings.get("ipsec_pki_dir", "")
-    if not isinstance(pki_dir, str) or _CONTROL.search(pki_dir):
-        problems.append("%sipsec_pki_dir: must be a path without control characters, got %r" % (path, pki_dir))
-    elif pki_dir and (not pki_dir.startswith("/") or posixpath.normpath(pki_dir) != pki_dir.rstrip("/")
-                      or ".." in pki_dir.split("/")):
-        problems.append("%sipsec_pki_dir: must be an absolute, normalised path on the controller (no '..'), got %r" % (
-            path, pki_dir))
-    elif awx_job:
-        if not pki_dir:
-            problems.append(
-                "%sipsec_pki_dir: running from AWX (job %s), the default (~/.gpufabric/pki/ipsec) lies inside the "
+    problems.extend(pki_dir_problems(settings.get("ipsec_pki_dir", ""), path, awx_job))
+    return problems
+
+
+def pki_dir_problems(pki_dir, path="", awx_job=""):
+    """ipsec_pki_dir: a normalised absolute path, persistent when running from AWX, and, as far as it exists on the
+    controller (where this runs and where the CA lives), trusted as the ipsec_ca module trusts it: no folder above
+    writable by another user, no symbolic link, the right owner and mode. check_inventory.yml thus refuses a CA that
+    another local user could plant, before the module would."""
+    if not isinstance(pki_dir, str) or _CONTROL.search(pki_dir) or len(pki_dir) > PATH_MAX:
+        return ["%sipsec_pki_dir: must be a path of at most %d characters without control characters, got %r"
+                % (path, PATH_MAX, pki_dir[:80] if isinstance(pki_dir, str) else pki_dir)]
+    if pki_dir and (not pki_dir.startswith("/") or posixpath.normpath(pki_dir) != pki_dir.rstrip("/")
+                    or ".." in pki_dir.split("/")):
+        return ["%sipsec_pki_dir: must be an absolute, normalised path on the controller (no '..'), got %r" % (
+            path, pki_dir)]
+    if awx_job and not pki_dir:
+        return ["%sipsec_pki_dir: running from AWX (job %s), the default (~/.gpufabric/pki/ipsec) lies inside the "
                 "job's short-lived execution environment, so each job would create its own CA and split the mesh. "
                 "Set ipsec_pki_dir to a persistent folder mounted into the execution environment (AWX settings, "
-                "paths to expose to isolated jobs)" % (path, awx_job))
-        elif any(pki_dir == root or pki_dir.startswith(root + "/") for root in EPHEMERAL_ROOTS):
-            problems.append(
-                "%sipsec_pki_dir: %s is inside the AWX execution environment (%s), which is removed after job %s; "
-                "use a persistent folder mounted into it" % (path, pki_dir, ", ".join(EPHEMERAL_ROOTS), awx_job))
-    return problems
+                "paths to expose to isolated jobs)" % (path, awx_job)]
+    if awx_job and any(pki_dir == root or pki_dir.startswith(root + "/") for root in EPHEMERAL_ROOTS):
+        return ["%sipsec_pki_dir: %s is inside the AWX execution environment (%s), which is removed after job %s; "
+                "use a persistent folder mounted into it" % (path, pki_dir, ", ".join(EPHEMERAL_ROOTS), awx_job)]
+    if not pki_dir:
+        return []
+    found = ancestor_problems(pki_dir) + entry_problems(pki_dir.rstrip("/") or "/", "directory", private=True)
+    return ["%sipsec_pki_dir: %s" % (path, problem) for problem in found]
 
 
 def _crypto_problems(settings, path):
@@ -412,6 +424,11 @@ def host_problems(settings, host, mesh_hosts=None, awx_job="", path=None):
     for key in ("ipsec_traffic_selectors", "ipsec_vlan_subnets", "ipsec_bypass_networks"):
         _network_list_problems(settings, key, problems, path, _network_problem)
     _network_list_problems(settings, "ipsec_controller_addresses", problems, path, _address_problem)
+    for index, network in enumerate(_list_of(settings, "ipsec_bypass_networks", [], path)):
+        if _network_problem(network) is None and ipaddress.ip_network(network, strict=False).prefixlen == 0:
+            problems.append("%sipsec_bypass_networks[%d]: %s would send every packet around every tunnel, so the "
+                            "mesh would protect nothing; list the monitoring or management networks only"
+                            % (path, index, network))
     problems.extend(_gateway_problems(settings, path))
     problems.extend(_crypto_problems(settings, path))
     problems.extend(_pki_problems(settings, path, awx_job))
@@ -435,6 +452,76 @@ def host_problems(settings, host, mesh_hosts=None, awx_job="", path=None):
             if settings.get(key):
                 problems.append("%s%s: transport mode protects only the hosts' IKE addresses; leave it empty" % (
                     path, key))
+    return problems
+
+
+def _claim_key(value):
+    """The form a name, identity or address is compared in: strongSwan compares host names, user@domain and
+    distinguished names without regard to case (and a trailing dot changes nothing), addresses by value."""
+    text = str(value).strip()
+    try:
+        return "address %s" % ipaddress.ip_address(text)
+    except ValueError:
+        return re.sub(r"\s*([,/=])\s*", r"\1", text.lower().rstrip("."))
+
+
+def member_claims(member, gateway=False):
+    """What a mesh member (or a gateway) is known as, (value, variable) pairs: its inventory name, its IKE identity,
+    the names and addresses its certificate carries and its IKE address. No two members may share one: a peer
+    accepts whoever proves one of them as that member (strongSwan matches remote_id against the certificate's
+    names), so a shared one lets one host authenticate as the other."""
+    if not isinstance(member, dict) or not member.get("name"):
+        return []
+    name = member["name"]
+    claims = [(name, "gateway name" if gateway else "inventory name"),
+              (member.get("id") or name, "id" if gateway else "ipsec_identity")]
+    for key in ("cert_names", "cert_addresses"):
+        values = member.get(key)
+        for index, value in enumerate(values if isinstance(values, list) else []):
+            claims.append((value, "ipsec_pki_%s[%d]" % (key, index)))
+    if member.get("address"):
+        claims.append((member["address"], "address" if gateway else "ipsec_address"))
+    return [(value, what) for value, what in claims if isinstance(value, str) and value]
+
+
+def claim_conflicts(members, gateways=()):
+    """Every pair of members (and gateways) that claim one name, identity or address, as (first, second, sentence,
+    with_gateway): first and second are the members' names ("gateway <name>" for a gateway), the sentence names both
+    and both variables, with_gateway says whether one of them is a gateway."""
+    owners = {}
+    conflicts = []
+    for entry, gateway in [(m, False) for m in members] + [(g, True) for g in gateways]:
+        claims = member_claims(entry, gateway)
+        label = ("gateway %s" if gateway else "%s") % entry["name"] if claims else None
+        for value, what in claims:
+            owner = owners.setdefault(_claim_key(value), (label, what, gateway))
+            if owner[0] != label:
+                conflicts.append((owner[0], label, (
+                    "%s's %s %r is also %s's %s: a certificate or identity naming it would let one of them "
+                    "authenticate as the other in the mesh; give each host names and addresses of its own "
+                    "(hosts %s and %s)" % (label, what, value, owner[0], owner[1], owner[0], label)),
+                    gateway or owner[2]))
+    return conflicts
+
+
+def _gateway_conflict_problems(settings, members, path):
+    """The host's gateways against each other and against the mesh members (names, identities, addresses)."""
+    gateways = settings.get("ipsec_gateways")
+    if not isinstance(gateways, list):
+        return []
+    gateways = [g for g in gateways if isinstance(g, dict)]
+    problems = []
+    names = {}
+    for index, gateway in enumerate(gateways):
+        name = gateway.get("name")
+        if isinstance(name, str) and name in names:
+            problems.append("%sipsec_gateways[%d].name: %r is also the name of ipsec_gateways[%d]; each gateway needs "
+                            "a name of its own (it names the connection in swanctl.conf)" % (
+                                path, index, name, names[name]))
+        names.setdefault(name, index)
+    problems.extend("%s%s" % (path, sentence)
+                    for unused_first, unused_second, sentence, with_gateway in claim_conflicts(members, gateways)
+                    if with_gateway)
     return problems
 
 
@@ -484,19 +571,27 @@ def ipsec_problems(hosts, members=None, awx_job="", mesh_hosts=None):
     if mesh_hosts is None and members is not None:
         mesh_hosts = [m.get("name") for m in member_list if isinstance(m, dict)]
     problems = []
+    mesh_members = [m for m in member_list if isinstance(m, dict)]
     for host in sorted(hosts, key=str):
         settings = hosts[host]
         if not isinstance(settings, dict):
-            problems.append("%s: settings must be a mapping, got %r" % (host, settings))
+            problems.append("%s: settings must be a mapping, got a %s" % (host, kind_of(settings)))
             continue
         problems.extend(host_problems(settings, host, mesh_hosts=mesh_hosts, awx_job=awx_job))
+        problems.extend(_gateway_conflict_problems(settings, mesh_members, "%s: " % host))
     for member in member_list:
         problems.extend(member_problems(member))
+    # Two members claiming one name, identity or address, named on the hosts checked here: check_inventory.yml asks
+    # for one host at a time and fails both members of the pair; the role's preflight asks for its whole batch.
+    for first, second, sentence, unused_with_gateway in claim_conflicts(mesh_members):
+        for host in (first, second):
+            if host in hosts:
+                problems.append("%s: %s" % (host, sentence))
     unique = []
     for problem in problems:
         if problem not in unique:
             unique.append(problem)
-    return unique
+    return masked(unique, hosts)
 
 
 # The first strongSwan whose Debian packages list ML-KEM (6.1.0 in Debian testing, through its openssl plugin;

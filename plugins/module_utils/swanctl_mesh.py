@@ -13,7 +13,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import identity_problem, name_problem
+from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import (
+    claim_conflicts, identity_problem, name_problem)
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
 # The prefix of every connection name (gf-<peer>): the ipsec role writes them, the health sampler expects them.
@@ -79,7 +80,9 @@ def build_mesh(local_name, nodes, vlan_subnets=None, gateways=None, revoked=None
     """Return the connections, bypass shunts and expected SAs of host local_name.
 
     nodes: every host of the mesh (local_name among them), dicts with name, address (IKE endpoint), id (IKE identity,
-    a SAN of its certificate), addresses (all its addresses), selectors (explicit networks), protect_address.
+    a SAN of its certificate), addresses (all its addresses), selectors (explicit networks), protect_address, and
+    optionally cert_names and cert_addresses (the other names and addresses of its certificate). No two members or
+    gateways may claim one name, identity or address: one could authenticate as the other.
     gateways: dicts with name, address, id and networks (the subnets behind the gateway); this host always initiates.
     revoked: names of hosts whose certificates are revoked: their connection keeps only a trap policy (their
     traffic never leaves in clear, every attempt is refused by the CRL) and verification expects no SA with them.
@@ -129,6 +132,9 @@ def build_mesh(local_name, nodes, vlan_subnets=None, gateways=None, revoked=None
         if conn in names:
             raise MeshError("hosts %s and %s map onto the same connection name %s" % (names[conn], node["name"], conn))
         names[conn] = node["name"]
+    conflicts = claim_conflicts(nodes, gateway_list)
+    if conflicts:
+        raise MeshError("; ".join(conflict[2] for conflict in conflicts))
     for node in nodes:
         selectors[node["name"]] = node_selectors(node, vlan_subnets)
     for gateway in gateways or []:

@@ -10,6 +10,7 @@ gpufabric_rdma_tune.py on the host (as the cooling role copies its module_utils 
 
 from __future__ import annotations
 
+import os
 import re
 
 _CPULIST_ITEM = re.compile(r"([0-9]+)(?:-([0-9]+))?")
@@ -61,3 +62,28 @@ def write_text(path, value):
     """Write one attribute in a single write(2), as the kernel expects."""
     with open(path, "w") as handle:
         handle.write(value)
+
+
+def cpu_node(node, sysfs_root="/sys"):
+    """The NUMA node whose CPUs serve NUMA node `node`, with those CPUs: (node, cpus).
+
+    A node without CPUs (on Grace hosts each GPU's memory and its MIG memory partitions are such nodes) is served
+    by the node with CPUs nearest to it in the kernel's distance table; (node, []) when no such node is known.
+    (node, None) when sysfs says nothing about `node` (no NUMA information at all): the caller decides.
+    """
+    base = os.path.join(sysfs_root, "devices", "system", "node")
+    own = read_text(os.path.join(base, "node%d" % node, "cpulist"))
+    if own is None:
+        return node, None
+    cpus = parse_cpulist(own)
+    if cpus:
+        return node, cpus
+    # node<N>/distance lists the distance to each online node, in the order of their numbers.
+    online = parse_cpulist(read_text(os.path.join(base, "online"), ""))
+    distances = read_text(os.path.join(base, "node%d" % node, "distance"), "").split()
+    nearest = None
+    for other, distance in zip(online, distances):
+        other_cpus = parse_cpulist(read_text(os.path.join(base, "node%d" % other, "cpulist"), ""))
+        if other_cpus and distance.isdigit() and (nearest is None or int(distance) < nearest[0]):
+            nearest = (int(distance), other, other_cpus)
+    return (nearest[1], nearest[2]) if nearest else (node, [])

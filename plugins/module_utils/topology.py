@@ -101,8 +101,11 @@ def _gpus(sources, sysfs, findings, reasons):
         known = by_index.get(index, {})
         from_topo = topo_gpus.get(index, {})
         numa = sysfs_utils.pci_numa_node(sysfs, known.get("pci_bus_id"))
-        if numa is None:
-            numa = from_topo.get("numa_affinity")
+        cpu_side = from_topo.get("numa_affinity")
+        if cpu_side is not None and (numa is None or from_topo.get("gpu_numa_id") is not None):
+            # A Grace-attached GPU (its memory is a NUMA node of its own) hangs off the CPU by NVLink-C2C: the
+            # node to run and bind on is the CPU-side one nvidia-smi names first, not what its PCI function says.
+            numa = cpu_side
         peers = (topo or {}).get("nvlinks", {}).get(name, {})
         devices.append({
             "index": index,
@@ -110,6 +113,7 @@ def _gpus(sources, sysfs, findings, reasons):
             "model": known.get("model"),
             "pci_bus_id": known.get("pci_bus_id"),
             "numa_node": numa,
+            "memory_numa_node": from_topo.get("gpu_numa_id"),
             "cpu_affinity": from_topo.get("cpu_affinity"),
             "nvlink_peers": sorted(int(peer[3:]) for peer in peers),
             "nearest_nics": list((topo or {}).get("nearest_nics", {}).get(name, [])),
@@ -121,6 +125,24 @@ def _gpus(sources, sysfs, findings, reasons):
                  % ", ".join(nic["name"] for nic in topo["nics"]))
     said = (topo or {}).get("errors") or ["nvidia-smi listed no GPU"]
     return {"available": bool(devices), "reason": None if devices else said[0], "devices": devices}
+
+
+def _place_nics_by_numa(gpus, rdma):
+    """Where nvidia-smi says SYS for every NIC of a GPU, keep the NICs on the GPU's own CPU NUMA node.
+
+    A GPU of a Grace host (GB200, GB300) reaches the Grace CPU over NVLink-C2C, not PCIe, so nvidia-smi prints
+    SYS to every NIC, its own socket's included. A NIC on the GPU's CPU node is reached without crossing the
+    CPU interconnect: what NODE means, so that is the link reported for it. Elsewhere (x86 hosts) a SYS NIC is on
+    another socket, no NIC qualifies and the GPU keeps what nvidia-smi said.
+    """
+    nodes = {device["name"]: device.get("numa_node") for device in rdma["devices"]}
+    for gpu in gpus["devices"]:
+        if gpu["nearest_link"] != CROSS_SOCKET_LINK or gpu["numa_node"] is None:
+            continue
+        local = [nic for nic in gpu["nearest_nics"] if nodes.get(nic) == gpu["numa_node"]]
+        if local:
+            gpu["nearest_nics"] = local
+            gpu["nearest_link"] = "NODE"
 
 
 def _port_template(number):
@@ -428,6 +450,7 @@ def build_topology(sources, source="live"):
     interfaces = sysfs_utils.net_interfaces(sysfs)
     gpus = _gpus(sources, sysfs, findings, reasons)
     rdma = _rdma(sources, sysfs, interfaces, findings, reasons)
+    _place_nics_by_numa(gpus, rdma)
     bonds = _bonds(sources, interfaces, findings, reasons)
     lldp = _lldp(sources, findings, reasons)
     routing = _routing(sources, findings, reasons)

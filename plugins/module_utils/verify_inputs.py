@@ -15,11 +15,18 @@ import re
 
 from ansible_collections.gpufabric.core.plugins.module_utils.gates import GATE_PERCENT_MAX, GATE_PERCENT_MIN
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import (
+    ARGUMENT_MAX,
+    ENV_TOTAL_MAX,
+    PATH_MAX,
+    TEXTFILE_UNDER,
     as_int,
     as_number,
+    environment_problems,
     full_match_problem,
     has_line_break,
     int_range_problem,
+    length_problem,
+    masked,
     path_problems,
 )
 
@@ -34,7 +41,6 @@ ENVIRONMENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ADDRESS = re.compile(r"[A-Za-z0-9_.:%-]+")
 # node_exporter's textfile collector directory: Debian's /var/lib/prometheus/node-exporter, the upstream
 # /var/lib/node_exporter/textfile_collector, or a tmpfs under /run.
-TEXTFILE_UNDER = ("/var/lib", "/run", "/srv", "/opt")
 
 
 def _threshold_problems(name, thresholds, problems):
@@ -121,14 +127,24 @@ def verify_problems(settings, hosts=None):
                                  "must be a size such as 8G, 512M or 1048576")
     if problem:
         problems.append(problem)
-    problem = full_match_problem("verify_nccl_binary", get("verify_nccl_binary", "all_reduce_perf"), PROGRAM,
-                                 "must be a program name or an absolute path, without spaces or shell characters")
+    binary = get("verify_nccl_binary", "all_reduce_perf")
+    problem = length_problem("verify_nccl_binary", binary, PATH_MAX, "execve (PATH_MAX)") or full_match_problem(
+        "verify_nccl_binary", binary, PROGRAM,
+        "must be a program name or an absolute path, without spaces or shell characters")
     if problem:
         problems.append(problem)
     args = get("verify_nccl_mpirun_args", [])
     for index, arg in enumerate(args if isinstance(args, list) else [args]):
+        name = "verify_nccl_mpirun_args[%d]" % index
         if not isinstance(arg, str) or has_line_break(arg):
-            problems.append("verify_nccl_mpirun_args[%d]: must be a one-line argument; got %r" % (index, arg))
+            problems.append("%s: must be a one-line argument; got %r" % (name, arg))
+        else:
+            # mpirun's argv: execve takes 128 KiB per argument; no mpirun option needs more than a path.
+            problem = length_problem(name, arg, ARGUMENT_MAX, "mpirun's command line")
+            if problem:
+                problems.append(problem)
+    if isinstance(args, list) and sum(len(str(arg)) + 1 for arg in args) > ENV_TOTAL_MAX:
+        problems.append("verify_nccl_mpirun_args: more than %d bytes of arguments in all" % ENV_TOTAL_MAX)
     environment = get("verify_nccl_environment", {})
     if not isinstance(environment, dict):
         problems.append("verify_nccl_environment: must map variable names to values; got %r" % (environment,))
@@ -139,6 +155,8 @@ def verify_problems(settings, hosts=None):
                 problems.append("verify_nccl_environment: %r is not an environment variable name" % (key,))
             elif isinstance(value, (dict, list)) or has_line_break(str(value)):
                 problems.append("verify_nccl_environment.%s: must be a one-line string or number; got %r" % (key, value))
+        problems.extend(environment_problems("verify_nccl_environment", environment,
+                                             "the environment of mpirun and nccl-tests"))
     problems.extend(path_problems("verify_report_dir", get("verify_report_dir", ""), what="directory"))
     if get("verify_report_dir") == "/":
         problems.append("verify_report_dir: must be a directory of its own, not /")
@@ -146,8 +164,9 @@ def verify_problems(settings, hosts=None):
     if textfile is not None:
         problems.extend(path_problems("verify_textfile_dir", textfile, under=TEXTFILE_UNDER, what="directory"))
     if "verify_address" in settings:
-        problem = full_match_problem("verify_address", settings["verify_address"], ADDRESS,
-                                     "must be the address or name this host's peers reach it on")
+        problem = length_problem("verify_address", settings["verify_address"], 253, "DNS (a name of 253 characters)") \
+            or full_match_problem("verify_address", settings["verify_address"], ADDRESS,
+                                  "must be the address or name this host's peers reach it on")
         if problem:
             problems.append(problem)
-    return problems
+    return masked(problems, settings)

@@ -14,6 +14,7 @@ import json
 import time
 
 from ansible_collections.gpufabric.core.plugins.module_utils import prometheus_text
+from ansible_collections.gpufabric.core.plugins.module_utils.html_pages import environment, markup
 
 SCHEMA_VERSION = 1
 _METRIC_PREFIX = "gpufabric_verify_"
@@ -162,12 +163,12 @@ def render_prometheus(report, host=None):
 # HTML: one self-contained page
 # ---------------------------------------------------------------------------------------------
 
-_HTML = """<!DOCTYPE html>
+_PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>__TITLE__</title>
+<title>{{ title }}</title>
 <style>
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #1d1d1f; }
 h1 { font-size: 1.4em; margin: 0 0 .3em; } h2 { font-size: 1.15em; margin: 1.4em 0 .4em; }
@@ -186,7 +187,7 @@ td.missing { color: #999; }
 </style>
 </head>
 <body data-rendered="false">
-<h1>__TITLE__</h1>
+<h1>{{ title }}</h1>
 <div id="summary"></div>
 <h2>Failures</h2>
 <div id="failures"></div>
@@ -200,7 +201,7 @@ host that failed the rail.</p>
 <h2>Rounds</h2>
 <div id="rounds"></div>
 <noscript><p>This page draws its tables with JavaScript; the same data is in the JSON report beside it.</p></noscript>
-<script id="report-data" type="application/json">__DATA__</script>
+<script id="report-data" type="application/json">{{ report | script_json }}</script>
 <script>
 "use strict";
 (function () {
@@ -324,12 +325,17 @@ host that failed the rail.</p>
 """
 
 
-def _html_escape(text):
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+def _script_json(report):
+    """The report as JSON inside <script>: "</" would close the element early and "<!--" open a comment, so "<"
+    is written as \\u003c (JSON allows it in strings, and outside strings JSON has no "<" at all). The result is
+    markup the page prints as it is: HTML escaping would break the JSON."""
+    return markup(json.dumps(report, sort_keys=True).replace("<", "\\u003c"))
+
+
+_ENVIRONMENT = []
 
 
 def render_html(report, title="gpufabric bandwidth verification"):
-    # Inside <script>, "</" would close the element early and "<!--" open a comment: JSON
-    # allows "<" to be written as \u003c, and outside strings JSON has no "<" at all.
-    data = json.dumps(report, sort_keys=True).replace("<", "\\u003c")
-    return _HTML.replace("__TITLE__", _html_escape(title)).replace("__DATA__", data)
+    if not _ENVIRONMENT:
+        _ENVIRONMENT.append(environment({"verify.html": _PAGE}, {"script_json": _script_json}))
+    return _ENVIRONMENT[0].get_template("verify.html").render(report=report, title=title)

@@ -37,6 +37,8 @@ description:
     sure the backend's O(service) is enabled and running. Both happen under the lock, after the configuration
     passed validation and before the rollback is armed and the configuration activated; a refused or invalid run
     touches neither.
+requirements:
+  - PyYAML on the host for the C(netplan) backend (Debian and Ubuntu C(python3-yaml), which netplan.io depends on)
 author:
   - gpufabric.core contributors (@gpufabric)
 options:
@@ -258,7 +260,7 @@ import shutil
 import tempfile
 import time
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_addressing as ba
@@ -616,6 +618,10 @@ def main():
                   service_actions=[],
                   validation={"tool": None, "ran": False, "warnings": [], "output": ""})
 
+    if backend == "netplan" and not brp.HAS_YAML:
+        module.fail_json(msg=missing_required_lib("PyYAML (python3-yaml, a dependency of netplan.io)",
+                                                  reason="to write the netplan YAML"),
+                         exception=str(brp.YAML_IMPORT_ERROR), **result)
     if params["rollback_timeout"] < 30:
         module.fail_json(msg="rollback_timeout is %d s; it must be at least 30 s so that the controller can "
                              "reconnect and confirm before the host reverts" % params["rollback_timeout"], **result)

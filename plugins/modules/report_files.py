@@ -29,12 +29,16 @@ options:
     type: dict
     required: true
   mode:
-    description: Mode of every file, octal.
-    type: str
+    description:
+      - Mode of every file, a quoted octal string. A number is refused (YAML reads an unquoted V(0640) as the
+        number 416 and V(644) as 644, so a number cannot say which mode was meant), and so is a mode that lets every
+        user write.
+    type: raw
     default: "0644"
   directory_mode:
-    description: Mode of the directories created, octal; an existing directory keeps its mode.
-    type: str
+    description: Mode of the directories created, a quoted octal string as for O(mode); an existing directory keeps
+      its mode.
+    type: raw
     default: "0755"
 attributes:
   check_mode:
@@ -73,20 +77,18 @@ files:
 
 import json
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-
-_OCTAL_MODE = re.compile(r"0?[0-7]{3,4}")
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import file_mode_problem, mode_value
 
 
 def _mode(module, name):
-    value = module.params[name]
-    if not _OCTAL_MODE.fullmatch(value):
-        module.fail_json(msg="Nothing was written: %s must be an octal mode such as 0644, got %r" % (name, value))
-    return int(value, 8)
+    problem = file_mode_problem(name, module.params[name])
+    if problem:
+        module.fail_json(msg="Nothing was written: %s" % problem)
+    return mode_value(module.params[name])
 
 
 def _text(value):
@@ -101,8 +103,8 @@ def main():
         argument_spec=dict(
             path=dict(type="path", required=True),
             files=dict(type="dict", required=True),
-            mode=dict(type="str", default="0644"),
-            directory_mode=dict(type="str", default="0755"),
+            mode=dict(type="raw", default="0644"),
+            directory_mode=dict(type="raw", default="0755"),
         ),
         supports_check_mode=True,
     )

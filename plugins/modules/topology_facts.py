@@ -130,14 +130,16 @@ ansible_facts:
           sample: live
         gpus:
           description: C(available), C(reason) when not, and C(devices) (index, name, model, pci_bus_id,
-            numa_node, cpu_affinity, nvlink_peers, nearest_nics, nearest_link).
+            numa_node, memory_numa_node, cpu_affinity, nvlink_peers, nearest_nics, nearest_link). On a Grace host
+            (GH200, GB200, GB300) C(numa_node) is the CPU-side node and C(memory_numa_node) the node of the GPU's own
+            memory (null elsewhere, and under CDMM).
           type: dict
           sample:
             available: true
             reason: null
             devices:
               - {index: 0, name: GPU0, model: NVIDIA H100 80GB HBM3, pci_bus_id: "0000:18:00.0", numa_node: 0,
-                 cpu_affinity: "0-47,96-143", nvlink_peers: [1, 2, 3, 4, 5, 6, 7], nearest_nics: [mlx5_0],
+                 memory_numa_node: null, cpu_affinity: "0-47,96-143", nvlink_peers: [1, 2, 3, 4, 5, 6, 7], nearest_nics: [mlx5_0],
                  nearest_link: PIX}
         rdma:
           description: C(available), C(reason) when not, and C(devices) with their ports.

@@ -21,6 +21,9 @@ description:
   - "Usually runs once on the controller (C(delegate_to: localhost), C(run_once: true))."
   - The module never fails on a gate. It returns RV(verdicts), and the caller fails the hosts
     that failed, so the report is always written first.
+requirements:
+  - Jinja2 on the host that writes the report, for the HTML page (the controller has it; O(formats) without C(html)
+    does not need it)
 author:
   - gpufabric.core contributors (@gpufabric)
 extends_documentation_fragment:
@@ -75,7 +78,9 @@ options:
     type: dict
     default: {}
   mode:
-    description: Permissions of the report files.
+    description:
+      - Permissions of the report files, a quoted octal string (V(0644)) or a symbolic mode. A number is refused,
+        since YAML reads an unquoted V(0640) as 416 and V(644) as 644, so a number cannot say which mode was meant.
     type: raw
     default: "0644"
 attributes:
@@ -159,9 +164,10 @@ metrics_by_host:
 import os
 import tempfile
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufabric.core.plugins.module_utils import gates, verify_report
+from ansible_collections.gpufabric.core.plugins.module_utils import gates, html_pages, verify_report
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import file_mode_problem
 
 _FILES = {"json": "verify.json", "prometheus": "verify.prom", "html": "verify.html"}
 
@@ -203,6 +209,11 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    if isinstance(params["mode"], (int, float)):
+        module.fail_json(msg="Nothing was written: %s" % file_mode_problem("mode", params["mode"]))
+    if "html" in params["formats"] and not html_pages.HAS_JINJA2:
+        module.fail_json(msg=missing_required_lib("Jinja2", reason="for the HTML report (formats: html)"),
+                         exception=str(html_pages.JINJA2_IMPORT_ERROR))
     host_groups = {}
     for host, groups in params["hosts"].items():
         if not isinstance(groups, list):

@@ -102,7 +102,10 @@ def imported_playbooks(path):
     for play in yaml.safe_load(path.read_text()) or []:
         imported = play.get("ansible.builtin.import_playbook") or play.get("import_playbook")
         if imported:
-            names |= imported_playbooks(path.parent / imported)
+            # A collection playbook by its name (remediate.yml, which ansible-rulebook runs alone, out of the tree).
+            local = imported.split("gpufabric.core.", 1)[1] + ".yml" if imported.startswith("gpufabric.core.") \
+                else imported
+            names |= imported_playbooks(path.parent / local)
     return names
 
 

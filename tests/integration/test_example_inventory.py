@@ -2,10 +2,12 @@
 
 playbooks/check_inventory.yml runs on the controller only (local connection, action plugins and filters): it
 validates each host's role variables against the roles' argument specs and runs the bonding, cooling, rdma, nccl
-verify, ipsec, routing and health preflight filters and the rollout check on them. The bad-input cases run as one check of
-one copy of the inventory: each mistake on a host of its own (a copy of the host it is written for, in the same groups,
-with that host's variables and the mistake), so one run shows every mistake refused on its host only and every other
-host passing.
+verify, ipsec, routing and health preflight filters, the rollout check and the check of what two hosts both claim. The
+bad-input cases run as one check of one copy of the inventory: each mistake on a host of its own (a copy of the host
+it is written for, in the same groups, with that host's variables, an address of its own and the mistake), so one
+run shows every mistake refused on its host only (and, for a claim two hosts make, on the other host too, naming
+both) and every other host passing. A case that carries a secret (a BMC password) checks it appears nowhere in
+the output.
 """
 
 import re
@@ -17,7 +19,7 @@ import yaml
 from integration_helpers import ROOT, run_logged, tail
 
 CHECK = ROOT / "playbooks" / "check_inventory.yml"
-ROLES = ["rdma", "bonding", "routing", "ipsec", "nccl", "cooling", "verify", "health"]
+ROLES = ["rdma", "bonding", "routing", "ipsec", "nccl", "cooling", "verify", "health", "remediation"]
 HOST = "gpu-r01-n03"
 
 
@@ -54,17 +56,18 @@ BAD_INPUTS = {
                                 "bonding_bonds[0] (bond0).members: an 802.3ad (LACP) bond needs at least two members"),
     "bond as its own member": ({"bonding_bonds": [{"name": "bond0", "members": ["ens21f0np0", "bond0"]}]},
                                "bonding_bonds[0] (bond0).members[1]: bond0 is the bond itself"),
-    "gateway outside the subnet": ({"bonding_vlans": [{"id": 110, "link": "bond0", "addresses": ["10.110.1.5/24"],
+    # Each copy's addresses are its own (.61, .62, .63): two hosts may not claim one.
+    "gateway outside the subnet": ({"bonding_vlans": [{"id": 110, "link": "bond0", "addresses": ["10.110.1.61/24"],
                                                        "routes": [{"to": "10.111.0.0/16", "via": "10.9.0.1"}]}]},
                                    "bonding_vlans[0] (bond0.110).routes[0].via: gateway 10.9.0.1 is outside every"),
     "two default routes in one table": (
-        {"bonding_vlans": [{"id": 110, "link": "bond0", "addresses": ["10.110.1.5/24"],
+        {"bonding_vlans": [{"id": 110, "link": "bond0", "addresses": ["10.110.1.62/24"],
                             "routes": [{"to": "default", "via": "10.110.1.1"},
                                        {"to": "default", "via": "10.110.1.2"}]}]},
         "bonding_vlans[0] (bond0.110).routes[1]: a second IPv4 default route in table main"),
-    "overlapping subnets": ({"bonding_vlans": [{"id": 110, "link": "bond0", "addresses": ["10.110.1.5/16"]},
-                                               {"id": 111, "link": "bond0", "addresses": ["10.110.7.5/24"]}]},
-                            "bonding_vlans[1] (bond0.111).addresses[0]: 10.110.7.5/24 overlaps"),
+    "overlapping subnets": ({"bonding_vlans": [{"id": 110, "link": "bond0", "addresses": ["10.110.1.63/16"]},
+                                               {"id": 111, "link": "bond0", "addresses": ["10.110.7.63/24"]}]},
+                            "bonding_vlans[1] (bond0.111).addresses[0]: 10.110.7.63/24 overlaps"),
     # The bonding role's rollback-window rule, applied by check_inventory.yml since it runs bonding_problems.
     "rollback window shorter than the confirmation": ({"bonding_rollback_timeout": 60},
                                                       "bonding_rollback_timeout (60 s) must be at least"),
@@ -96,8 +99,8 @@ BAD_INPUTS = {
                             "cdus": {"1": {"supply_temp_max": 40, "action": "alert"}}}},
         "cooling_liquid.shutdown_command: must be an argument list"),
     "redfish over plain http": (
-        {"cooling_bmc": {"redfish": {"base_url": "http://{{ bmc_address }}", "user": "admin", "password": "x"}}},
-        "cooling_bmc.redfish.base_url: 'http://10.99.1.13' is plain http"),
+        {"cooling_bmc": {"redfish": {"base_url": "http://10.99.1.240", "user": "admin", "password": "x"}}},
+        "cooling_bmc.redfish.base_url: 'http://10.99.1.240' is plain http"),
     # An IPsec host (the inference racks' mesh): a null cipher passes the type check and is refused.
     "null esp cipher": ({"ipsec_esp_proposals": ["null-sha256"]}, "ipsec_esp_proposals[0]: null is refused", "inf-r03-n01"),
     # The health role's rules (issue 39): an alert threshold out of range, a rate no NIC reaches, a label that
@@ -112,6 +115,75 @@ BAD_INPUTS = {
                                      "health_listen_address: 'gpu r01' is neither an IP address nor a host name"),
     "routing asn out of range": ({"routing_asn": 4294967296, "routing_uplinks": [
         {"interface": "ens1", "peer": "10.0.0.1", "remote_asn": 65001}]}, "routing_asn: 4294967296 is outside 1-4294967295"),
+    # Issue 40: hostile and careless values that passed before.
+    "bond member pattern": ({"bonding_bonds": [{"name": "bond0", "members": ["ens21f0np0", "en*"], "mtu": 9000}]},
+                            "bonding_bonds[0] (bond0).members[1]: 'en*' is a pattern, not an interface name"),
+    "bond member with an escape character": (
+        {"bonding_bonds": [{"name": "bond0", "members": ["ens21f0np0", "ens\x1bx"], "mtu": 9000}]},
+        "bonding_bonds[0] (bond0).members[1]: 'ens"),
+    "bonding miimon 0": ({"bonding_miimon": 0}, "bonding_miimon: 0 is out of range 1-10000"),
+    "bonding mtu 100000": ({"bonding_mtu": 100000}, "bonding_mtu: 100000 is out of range 1280-9216"),
+    "nccl value of 200 kB": ({"nccl_variables": {"NCCL_IB_HCA": "mlx5_0:1," * 22222}},
+                             "nccl_variables.NCCL_IB_HCA: 199998 characters, more than the 4096"),
+    "module option ending in a backslash": ({"rdma_module_options": {"ib_uverbs": "disable_raw_qp_encap=1 \\"}},
+                                            "rdma_module_options.ib_uverbs: must be a non-empty one-line option"),
+    "infinite expected rate": ({"rdma_expected_rate_gbps": float("inf")},
+                               "rdma_expected_rate_gbps: must be a number of at least 0"),
+    "nan threshold": ({"verify_thresholds_gbps": {"hgx_h100": float("nan")}},
+                      "verify_thresholds_gbps.hgx_h100: must be a positive number; got nan"),
+    "cooling stale after a day": ({"cooling_stale_after": 86400}, "cooling_stale_after: must be at most 120 seconds"),
+    "metrics file etc passwd": ({"cooling_metrics_file": "/etc/passwd"},
+                                "cooling_metrics_file: must be under /var/lib/ or under /run/"),
+    "redfish endpoint as a list": (
+        {"cooling_bmc": {"redfish": [{"base_url": "https://10.99.1.250", "user": "admin", "password": "Pw-list-0xC0FFEE"}]}},
+        "cooling_bmc.redfish: must be a mapping (base_url, user, password, auth, verify_tls ...), got a list",
+        HOST, (), "Pw-list-0xC0FFEE"),
+    "password in the redfish url": (
+        {"cooling_bmc": {"redfish": {"base_url": "https://admin:Pw-url-0xBEEF@10.99.1.251", "user": "admin",
+                                     "password": "Pw-url-0xBEEF"}}},
+        "cooling_bmc.redfish.base_url: must be the BMC's https://HOST[:PORT] without a user or password",
+        HOST, (), "Pw-url-0xBEEF"),
+    "cooling bmc as a list": ({"cooling_bmc": [{"redfish": {"base_url": "https://10.99.1.252", "password": "Pw-bmc-0xD00D"}}]},
+                              "argument 'cooling_bmc' is of type list", HOST, (), "Pw-bmc-0xD00D"),
+    "ipmi cipher suite 0": ({"cooling_bmc": {"ipmi": {"host": "10.99.3.253", "user": "fabric-bmc", "password": "Pw-ipmi-0xF00",
+                                                      "interface": "lanplus", "cipher_suite": 0}}},
+                            "cooling_bmc.ipmi.cipher_suite: 0 is refused (no authentication, no integrity",
+                            "inf-r03-n01", (), "Pw-ipmi-0xF00"),
+    # What two hosts claim: both fail, each naming the other. The group variables derive the storage and BMC
+    # addresses from these two variables.
+    "same storage address": ({"storage_address": "10.110.1.11/24"},
+                             "address '10.110.1.11/24' is claimed by two hosts: gpu-r01-n01 (bonding_vlans[0].addresses[0])"
+                             " and mistake-same-storage-address (bonding_vlans[0].addresses[0])", HOST, ("gpu-r01-n01",)),
+    "same bmc address": ({"bmc_address": "10.99.1.12", "gpufabric_bmc_password": "Pw-shared-0xBAD"},
+                         "address '10.99.1.12' is claimed by two hosts: gpu-r01-n02 (cooling_bmc.redfish.base_url) and "
+                         "mistake-same-bmc-address (cooling_bmc.redfish.base_url)", HOST, ("gpu-r01-n02",),
+                         "Pw-shared-0xBAD"),
+    # A host whose variables cannot be rendered fails alone: the comparison of all hosts skips it.
+    "undefined variable in an address": ({"storage_address": "{{ undefined_storage_address }}"},
+                                         "'undefined_storage_address' is undefined"),
+    # The IPsec mesh (the inference racks): no member may pass for another.
+    "ipsec identity of a peer": ({"ipsec_identity": "inf-r03-n02"},
+                                 "mistake-ipsec-identity-of-a-peer's ipsec_identity 'inf-r03-n02' is also inf-r03-n02's "
+                                 "inventory name", "inf-r03-n01", ("inf-r03-n02",)),
+    "peer name in certificate names": ({"ipsec_pki_cert_names": ["inf-r03-n02"]},
+                                       "ipsec_pki_cert_names[0] 'inf-r03-n02' is also inf-r03-n02's inventory name",
+                                       "inf-r03-n01", ("inf-r03-n02",)),
+    "duplicate ipsec identity a": ({"ipsec_identity": "inference.fabric.example.org"},
+                                   "(hosts mistake-duplicate-ipsec-identity-a and mistake-duplicate-ipsec-identity-b)",
+                                   "inf-r03-n01", ("mistake-duplicate-ipsec-identity-b",)),
+    "duplicate ipsec identity b": ({"ipsec_identity": "inference.fabric.example.org"},
+                                   "(hosts mistake-duplicate-ipsec-identity-a and mistake-duplicate-ipsec-identity-b)",
+                                   "inf-r03-n01", ("mistake-duplicate-ipsec-identity-a",)),
+    "same ipsec address a": ({"ipsec_address": "10.30.3.50"},
+                             "ipsec_address '10.30.3.50' is also mistake-same-ipsec-address-a's ipsec_address",
+                             "inf-r03-n01", ("mistake-same-ipsec-address-b",)),
+    "same ipsec address b": ({"ipsec_address": "10.30.3.50"},
+                             "ipsec_address '10.30.3.50' is also mistake-same-ipsec-address-a's ipsec_address",
+                             "inf-r03-n01", ("mistake-same-ipsec-address-a",)),
+    "duplicate gateway names": ({"ipsec_gateways": [
+        {"name": "dc-gw", "address": "10.40.0.1", "id": "gw1.fabric.example.org", "networks": ["10.200.0.0/16"]},
+        {"name": "dc-gw", "address": "10.40.0.2", "id": "gw2.fabric.example.org", "networks": ["10.201.0.0/16"]}]},
+        "ipsec_gateways[1].name: 'dc-gw' is also the name of ipsec_gateways[0]", "inf-r03-n01"),
 }
 
 
@@ -120,8 +192,8 @@ IN_PLACE = {"null esp cipher"}
 
 
 def case_parts(case):
-    """(overrides, expected message, the host it is written for)."""
-    return (BAD_INPUTS[case] + (HOST,))[:3]
+    """(overrides, expected message, the host it is written for, the other hosts it fails, a secret it holds)."""
+    return (BAD_INPUTS[case] + (HOST, (), None)[len(BAD_INPUTS[case]) - 2:])[:5]
 
 
 def mistake_host(case):
@@ -146,16 +218,19 @@ def mistakes_checked(tmp_path_factory):
 
     find_groups("all", hosts["all"])
     added = {}
-    for case in BAD_INPUTS:
-        overrides, _expected, base = case_parts(case)
+    for number, case in enumerate(BAD_INPUTS):
+        overrides, _expected, base = case_parts(case)[:3]
         host = mistake_host(case)
-        base_vars = inventory / "host_vars" / f"{base}.yml"
+        # The base's own variables as the example has them, not with a mistake written in place before.
+        base_vars = ROOT / "inventories" / "example" / "host_vars" / f"{base}.yml"
         merged = dict(yaml.safe_load(base_vars.read_text()) if base_vars.exists() else {}, **overrides)
         (inventory / "host_vars" / f"{host}.yml").write_text(yaml.safe_dump(merged))
         if host != base:
-            # In the same groups, with the same ansible_host: the group variables derive the addresses from it.
+            # In the same groups, with an ansible_host of its own in the base's subnet: the group variables derive
+            # the storage, front-end and BMC addresses from it, and two hosts may not claim one.
+            address = host_entries[base]["ansible_host"].rsplit(".", 1)[0] + ".%d" % (100 + number)
             for group in groups[base]:
-                added.setdefault(group, {})[host] = host_entries[base]
+                added.setdefault(group, {})[host] = dict(host_entries[base], ansible_host=address)
     # A second inventory source in the same directory adds the copies to their groups.
     (inventory / "mistakes.yml").write_text(yaml.safe_dump(
         {"all": {"children": {group: {"hosts": members} for group, members in added.items()}}}))
@@ -164,13 +239,19 @@ def mistakes_checked(tmp_path_factory):
     return {"rc": rc, "out": out, "failed": failed, "hosts": sorted(groups)}
 
 
+def failures_of(out, host):
+    return [line for line in out.splitlines() if line.startswith(("fatal: [%s]" % host, "failed: [%s]" % host))]
+
+
 def test_every_mistake_fails_its_own_host_only(mistakes_checked):
     rc, out, failed, hosts = (mistakes_checked[key] for key in ("rc", "out", "failed", "hosts"))
     assert rc != 0, tail(out)
     bad = {mistake_host(case) for case in BAD_INPUTS}
-    assert {host for host, count in failed.items() if count != "0"} == bad, tail(out)
+    # A claim two hosts make fails the other host too (it is named in the sentence, test below).
+    others = {peer for case in BAD_INPUTS for peer in case_parts(case)[3]}
+    assert {host for host, count in failed.items() if count != "0"} == bad | others, tail(out)
     # Every host of the example inventory that carries no mistake still passes in the same run.
-    assert set(hosts) - bad <= {host for host, count in failed.items() if count == "0"}, tail(out)
+    assert set(hosts) - bad - others <= {host for host, count in failed.items() if count == "0"}, tail(out)
 
 
 @pytest.mark.parametrize("case", sorted(BAD_INPUTS))
@@ -178,5 +259,24 @@ def test_a_mistake_in_host_vars_fails_naming_the_variable(mistakes_checked, case
     out = mistakes_checked["out"]
     host = mistake_host(case)
     expected = case_parts(case)[1]
-    failures = [line for line in out.splitlines() if line.startswith(("fatal: [%s]" % host, "failed: [%s]" % host))]
+    failures = failures_of(out, host)
     assert failures and expected in "\n".join(failures), (host, failures)
+
+
+@pytest.mark.parametrize("case", sorted(case for case in BAD_INPUTS if case_parts(case)[3]))
+def test_a_claim_of_two_hosts_fails_both_naming_each_other(mistakes_checked, case):
+    out = mistakes_checked["out"]
+    for peer in case_parts(case)[3]:
+        failures = "\n".join(failures_of(out, peer))
+        assert mistake_host(case) in failures and peer in failures, (peer, failures)
+
+
+@pytest.mark.parametrize("case", sorted(case for case in BAD_INPUTS if case_parts(case)[4]))
+def test_a_refused_secret_is_never_printed(mistakes_checked, case):
+    out = mistakes_checked["out"]
+    assert failures_of(out, mistake_host(case)), case
+    assert case_parts(case)[4] not in out
+
+
+def test_a_long_value_is_named_not_printed(mistakes_checked):
+    assert "mlx5_0:1," * 100 not in mistakes_checked["out"]

@@ -338,7 +338,7 @@ def test_ca_key_encrypted_with_a_passphrase_from_vault():
     rc, output = run_role(str(SCENARIO / "converge.yml"), "-vvv", "-e", "@%s" % vars_file,
                           "--vault-password-file", str(password_file))
     key = (encrypted / "ca.key").read_text()
-    # Encrypted PEM (community.crypto's default format for EC keys: Proc-Type 4,ENCRYPTED): unreadable without it.
+    # PKCS#8 encrypted with scrypt and AES-256 (gpufabric.core.ipsec_ca): unreadable without it.
     with pytest.raises(TypeError, match="encrypted"):
         serialization.load_pem_private_key(key.encode(), password=None)
     assert serialization.load_pem_private_key(key.encode(), password=secret.encode())

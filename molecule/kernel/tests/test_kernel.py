@@ -122,16 +122,25 @@ def test_lacp_partner_negotiated_on_both_members(host, capsys):
     assert bond_verify(text, EXPECTED) == []
 
 
-def test_vlan_on_the_bond_carries_9000_byte_frames(host):
+# The IPsec mesh rides VLAN 100: between its addresses every packet is ESP in tunnel mode, whose 54 bytes (outer IPv4
+# header 20, ESP header 8, IV 8, trailer 2, ICV 16, no padding for AES-GCM at this size) come out of the 9000. The
+# largest packet that leaves unfragmented is 8946 bytes (8918 of ICMP payload), each a 9000-byte frame on the wire.
+ESP_PATH_MTU = 9000 - 54
+
+
+def test_bond_and_its_vlan_carry_9000_byte_frames(host):
     name = name_of(host)
     link = host.check_output("ip -d -o link show dev %s" % VLAN)
     assert "mtu 9000" in link and "vlan protocol 802.1Q id 100" in link
     assert VLAN_ADDRESS[name] + "/24" in host.check_output("ip -o -4 addr show dev %s" % VLAN)
-    # 8972 bytes of ICMP payload + 28 of headers = 9000, not fragmented.
-    ping = host.run("ping -c 3 -W 5 -M do -s 8972 %s" % VLAN_ADDRESS[PEER[name]])
-    assert ping.rc == 0, ping.stdout + ping.stderr
-    assert " 0% packet loss" in ping.stdout
-
+    # The bond's own address, outside the mesh: 8972 bytes of ICMP payload + 28 of headers = 9000, not fragmented.
+    ping = host.run("ping -c 3 -W 5 -M do -s 8972 192.168.40.%d" % NUMBER[PEER[name]])
+    assert ping.rc == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
+    # The VLAN's, through the SA: the kernel derives the path MTU from the VLAN's 9000 less ESP's overhead.
+    too_big = host.run("ping -c 1 -W 5 -M do -s 8972 %s" % VLAN_ADDRESS[PEER[name]])
+    assert too_big.rc != 0 and "mtu=%d" % ESP_PATH_MTU in too_big.stdout + too_big.stderr, too_big.stdout
+    ping = host.run("ping -c 3 -W 5 -M do -s %d %s" % (ESP_PATH_MTU - 28, VLAN_ADDRESS[PEER[name]]))
+    assert ping.rc == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
 
 
 # --- RDMA and NCCL --------------------------------------------------------------------------------------------------
@@ -528,7 +537,8 @@ def test_the_collection_names_the_roce_rail_the_policy_does_not_encrypt(host):
     args = json.dumps({"expected": expected, "traffic_selectors": [VLAN_ADDRESS[name] + "/32"],
                        "fail_on_problems": False})
     result = host.ansible("gpufabric.core.swanctl_verify", args, check=False)
-    assert result["rdma_devices"] == ["rxe0"], result
+    # Both RDMA devices are found; only rxe0 carries an address inside the selector (rxe1 is on the other rail).
+    assert result["rdma_devices"] == ["rxe0", "rxe1"], result
     assert [(entry["device"], entry["netdev"], entry["address"]) for entry in result["roce_unencrypted"]] == [
         ("rxe0", VLAN, VLAN_ADDRESS[name])], result
     assert result["roce_warnings"] == [
@@ -552,8 +562,8 @@ def test_a_pulled_cable_keeps_traffic_flowing_and_is_named(host):
         bond = parse_bonding(read_bond(host))
         state = {slave["name"]: slave["mii_status"] for slave in bond["slaves"]}
         assert state == {"ens4": "up", "ens5": "down"}
-        # Traffic keeps flowing over the remaining member, at full MTU.
-        ping = host.run("ping -c 20 -i 0.2 -W 5 -M do -s 8972 %s" % VLAN_ADDRESS["vm02"])
+        # Traffic keeps flowing over the remaining member, in 9000-byte frames (ESP's largest packets on the VLAN).
+        ping = host.run("ping -c 20 -i 0.2 -W 5 -M do -s %d %s" % (ESP_PATH_MTU - 28, VLAN_ADDRESS["vm02"]))
         assert ping.rc == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
     finally:
         vmlab("link", "vm01", "ens5", "on")

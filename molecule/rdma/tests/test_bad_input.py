@@ -1,6 +1,7 @@
 """Bad input stops the role before any change, with a message naming the variable."""
 
 import pytest
+import testinfra
 
 from conftest import run_playbook, task_results
 
@@ -10,24 +11,30 @@ testinfra_hosts = ["podman://rdma-node1", "podman://rdma-node2"]
 MODPROBE = "/etc/modprobe.d/gpufabric-rdma.conf"
 
 
-@pytest.mark.parametrize(
-    "extra_vars, expected",
-    [
-        # Unknown driver source: argument_specs choices.
-        ('{"rdma_driver_source": "mlnx_ofed_tarball"}', ["rdma_driver_source", "mlnx_ofed_tarball", "inbox, doca"]),
-        # Wrong type: argument_specs type.
-        ('{"rdma_irq_affinity": "sometimes"}', ["rdma_irq_affinity", "bool"]),
-        # Right types, wrong values: the preflight asserts.
-        ('{"rdma_driver_source": "doca", "rdma_doca_repo_url": ""}', ["rdma_doca_repo_url"]),
-    ],
-    ids=["unknown-driver-source", "wrong-type-bool", "doca-without-mirror"],
-)
-def test_bad_input_fails_before_any_change(host, extra_vars, expected):
-    before = host.file(MODPROBE).content_string
+CASES = [
+    # Unknown driver source: argument_specs choices.
+    ('{"rdma_driver_source": "mlnx_ofed_tarball"}', ["rdma_driver_source", "mlnx_ofed_tarball", "inbox, doca"]),
+    # Wrong type: argument_specs type.
+    ('{"rdma_irq_affinity": "sometimes"}', ["rdma_irq_affinity", "bool"]),
+    # Right types, wrong values: the preflight asserts.
+    ('{"rdma_driver_source": "doca", "rdma_doca_repo_url": ""}', ["rdma_doca_repo_url"]),
+]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=["unknown-driver-source", "wrong-type-bool", "doca-without-mirror"])
+def bad_run(request):
+    """One run of the playbook per bad input, on both nodes at once, with each node's file read before it."""
+    extra_vars, expected = request.param
+    before = {name: testinfra.get_host(name).file(MODPROBE).content_string for name in testinfra_hosts}
     # A changed option goes with the bad variable: it must not reach the host.
     rc, report, text = run_playbook(
         "bad_vars.yml", "-e", extra_vars, "-e", '{"rdma_module_options": {"ib_uverbs": "disable_raw_qp_encap=0"}}'
     )
+    return expected, before, rc, report, text
+
+
+def test_bad_input_fails_before_any_change(host, bad_run):
+    expected, before, rc, report, text = bad_run
     assert rc == 2, text[-3000:]
     node = host.backend.get_hostname()
     stats = report["stats"][node]
@@ -39,4 +46,4 @@ def test_bad_input_fails_before_any_change(host, extra_vars, expected):
     message = " ".join([failed[0]["msg"]] + [item["msg"] for item in failed[0].get("results", []) if item.get("failed")])
     for word in expected:
         assert word in message, message
-    assert host.file(MODPROBE).content_string == before
+    assert host.file(MODPROBE).content_string == before["podman://" + node]

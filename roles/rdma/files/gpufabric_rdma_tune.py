@@ -44,10 +44,11 @@ _DEVICE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 # The collection's module_utils/sysfs_text.py: the role installs it next to this file (one cpulist parser and one
 # sysfs reader for the modules and this program); the fallback is the collection itself (unit tests).
 try:
-    from sysfs_text import HostDataError, format_cpulist, parse_cpulist, read_text, write_text
+    from sysfs_text import HostDataError, cpu_node, format_cpulist, parse_cpulist, read_text, write_text
 except ImportError:  # pragma: no cover - run from the collection, not from the host's lib directory
     from ansible_collections.gpufabric.core.plugins.module_utils.sysfs_text import (  # type: ignore[no-redef]
         HostDataError,
+        cpu_node,
         format_cpulist,
         parse_cpulist,
         read_text,
@@ -217,6 +218,12 @@ def plan_irq_affinity(host, devices, exclude_cpus=""):
             continue
         numa_node = read_text(os.path.join(device_dir, "numa_node"), "-1")
         local = parse_cpulist(read_text(os.path.join(device_dir, "local_cpulist"), ""))
+        if not local and numa_node.isdigit():
+            # A node without CPUs (on a Grace host, a GPU's memory): the nearest node with CPUs serves the device.
+            served, served_cpus = cpu_node(int(numa_node), host.sysfs)
+            if served_cpus:
+                log("%s: NUMA node %s has no CPUs; node %d is the nearest that has" % (name, numa_node, served))
+                numa_node, local = str(served), served_cpus
         cpus = [c for c in local if c not in excluded and (not online or c in online)]
         if not cpus:
             # Everything local is excluded or offline: fall back to every allowed online CPU.

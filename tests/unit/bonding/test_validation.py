@@ -54,7 +54,7 @@ def test_members_by_mac_are_normalised():
     ("addresses", ["10.0.0.5"], "bonding_bonds[0] (bond0).addresses[0]: '10.0.0.5' is not an IP address with a "
                                 "prefix length"),
     ("addresses", ["10.0.0.0/24"], "is a network address, not a host address"),
-    ("miimon", -1, "bonding_bonds[0] (bond0).miimon: -1 is out of range 0-10000"),
+    ("miimon", -1, "bonding_bonds[0] (bond0).miimon: -1 is out of range 1-10000"),
     ("speed", 100, "bonding_bonds[0] (bond0): unknown keys speed"),
 ])
 def test_bad_bond_values_name_the_variable(key, value, expected):

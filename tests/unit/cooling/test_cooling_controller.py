@@ -35,6 +35,12 @@ def pwm(chip):
     return int((chip / "pwm1").read_text())
 
 
+def as_deployed(config):
+    """config as the role deploys it: the metrics go to node_exporter's textfile directory, where the policy checks
+    want them (the controller under test writes them into its temporary directory)."""
+    return dict(config, metrics_file="/var/lib/prometheus/node-exporter/gpufabric_cooling.prom")
+
+
 def make_config(tmp_path, hwmon, ipmi=None, redfish_url=None, **extra):
     bmc = {}
     if ipmi:
@@ -133,7 +139,7 @@ def test_raw_command_refused_by_the_bmc_is_logged_and_fails_safe(cooling_pkg, ip
     profile = yaml.safe_load(ROLE_VARS.read_text())["__cooling_ipmi_profiles"]["supermicro"]
     config = make_config(tmp_path, hwmon, ipmi_sim, ipmi_profile=profile)
     config["fan_groups"]["bmc"] = {"backend": "ipmi_raw", "target": "system", "zones": ["cpu"]}
-    assert cooling_pkg["cooling_policy"].policy_problems(config) == []
+    assert cooling_pkg["cooling_policy"].policy_problems(as_deployed(config)) == []
     controller = cooling_pkg["controller"].Controller(config)
     with caplog.at_level(logging.WARNING, logger="gpufabric-cooling"):
         snapshot = controller.cycle()
@@ -160,7 +166,7 @@ def test_leak_and_coolant_out_of_range_trigger_the_configured_action_once(coolin
         "leak_action": "alert",
         "alert_command": ["/bin/sh", "-c", 'echo "$GPUFABRIC_COOLING_EVENT|$GPUFABRIC_COOLING_ACTION|$GPUFABRIC_COOLING_READING" >> ' + str(record)],
     }
-    assert cooling_pkg["cooling_policy"].policy_problems(config) == []
+    assert cooling_pkg["cooling_policy"].policy_problems(as_deployed(config)) == []
     controller = cooling_pkg["controller"].Controller(config)
     snapshot = controller.cycle()
     assert snapshot["liquid"]["cdu:1"]["events"] == []
@@ -194,7 +200,7 @@ def test_redfish_fan_group_patches_the_duty_and_hands_back(cooling_pkg, sushy_st
     config["fan_groups"] = {"rack": {"backend": "redfish", "target": "/redfish/v1/Chassis/1/Controls/FanDuty",
                                      "zones": ["gpu"], "handback_body": {"ControlMode": "Automatic"}}}
     config["on_stop"] = "bmc"
-    assert cooling_pkg["cooling_policy"].policy_problems(config) == []
+    assert cooling_pkg["cooling_policy"].policy_problems(as_deployed(config)) == []
     controller = cooling_pkg["controller"].Controller(config)
     assert controller.cycle()["groups"]["rack"] == {"duty": 32.0, "target": 32.0, "failsafe": False, "written": True, "reasons": []}
     controller.stop_action("test stop")
@@ -241,7 +247,7 @@ def test_cli_check_config_accepts_good_and_names_bad_keys(cooling_pkg, tmp_path,
     config = make_config(tmp_path, hwmon)
     config["zones"]["cpu"]["sensors"] = [{"backend": "hwmon", "selector": "labfan/temp1_input"}]
     good = tmp_path / "good.json"
-    good.write_text(json.dumps(config))
+    good.write_text(json.dumps(dict(config, metrics_file="")))
     env = dict(os.environ, PYTHONPATH=str(cooling_pkg["lib"]))
     result = subprocess.run([sys.executable, "-m", "gpufabric_cooling", "check-config", str(good)], capture_output=True, text=True, env=env, check=False)
     assert result.returncode == 0, result.stderr

@@ -88,7 +88,7 @@ def test_gateway_ids_may_be_distinguished_names_but_nothing_unquotable():
     gateway = {"name": "dc-gw", "address": "10.0.9.1", "networks": ["10.200.0.0/16"]}
     problems = ipsec_problems({"node1": settings(ipsec_gateways=[
         dict(gateway, id="O=Example, CN=gw1"),
-        dict(gateway, name="dc-gw2", id="gw2\n"),
+        dict(gateway, name="dc-gw2", id="gw2\n", address="10.0.9.2"),
         dict(gateway, name="gw\nmode", id="gw3", address="10.0.9.300", networks=[]),
     ])})
     assert problems == [

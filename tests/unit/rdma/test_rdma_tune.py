@@ -15,6 +15,7 @@ import pytest
 
 from ansible_collections.gpufabric.core.plugins.module_utils.nvidia_smi_topo import parse_nvidia_smi_topo
 from fixture_data import read_fixture
+from grace_sysfs import write_grace_nodes
 
 SCRIPT = Path(__file__).resolve().parents[3] / "roles" / "rdma" / "files" / "gpufabric_rdma_tune.py"
 _spec = importlib.util.spec_from_file_location("gpufabric_rdma_tune", SCRIPT)
@@ -133,6 +134,36 @@ def test_irqs_pinned_to_numa_local_cpus(h800):
         assert set(pinned) <= local, name
         # One IRQ per CPU while the node has CPUs to spare.
         assert len(set(pinned)) == len(numbers)
+
+
+def test_grace_blackwell_nics_irqs_stay_on_their_grace_socket(tmp_path):
+    # The GB200 host: Grace 0 = CPUs 0-71 (node 0), Grace 1 = 72-143 (node 1), and 32 NUMA nodes without CPUs
+    # (GPU memory). NICs sit on a Grace node; the kernel's local_cpulist is that socket's CPUs.
+    fake = FakeHost(tmp_path, online="0-143")
+    nodes = write_grace_nodes(fake.sys)
+    irqs = {}
+    for index in range(4):
+        socket = index // 2
+        irqs[socket] = irqs.get(socket, []) + fake.add_nic("mlx5_%d" % index, socket, nodes[socket][0])[1]
+    assert tune.action_irq_affinity(fake.host(), config()) == 0
+    for socket, numbers in irqs.items():
+        pinned = [int(fake.affinity(irq)) for irq in numbers]
+        assert set(pinned) <= set(tune.parse_cpulist(nodes[socket][0])), socket
+        assert len(set(pinned)) == len(pinned)
+
+
+def test_device_on_a_node_without_cpus_takes_the_nearest_node_with_cpus(tmp_path, capsys):
+    # A device whose sysfs numa_node is one of the GB200 host's GPU memory nodes (18: GPU2's) has an empty
+    # local_cpulist. Instead of spreading its IRQs over every online CPU, they go to Grace 1, the nearest node
+    # with CPUs. No NIC was seen reporting such a node: this is the rule for when one does.
+    fake = FakeHost(tmp_path, online="0-143")
+    write_grace_nodes(fake.sys)
+    _address, numbers = fake.add_nic("mlx5_0", 18, "", irqs=4)
+    assert tune.action_irq_affinity(fake.host(), config()) == 0
+    assert [fake.affinity(irq) for irq in numbers] == ["72", "73", "74", "75"]
+    out = capsys.readouterr().out
+    assert "mlx5_0: NUMA node 18 has no CPUs; node 1 is the nearest that has" in out
+    assert "mlx5_0: NUMA node 1, 4 IRQs over CPUs 72-143" in out
 
 
 def test_nics_of_one_node_share_the_rotation(h800):

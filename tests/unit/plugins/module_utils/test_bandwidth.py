@@ -12,6 +12,7 @@ import socket
 import time
 
 import pytest
+from grace_sysfs import write_grace_nodes
 
 from ansible_collections.gpufabric.core.plugins.module_utils import bandwidth
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
@@ -227,6 +228,47 @@ def test_binding_falls_back_to_taskset_then_to_none():
     assert bandwidth.numa_binding_argv(1, None, "28-55,84-111") == (["taskset", "-c", "28-55,84-111"], None)
     assert bandwidth.numa_binding_argv(-1, "/usr/bin/numactl") == ([], "the NIC's NUMA node is unknown: not bound")
     assert bandwidth.numa_binding_argv(0, None, None)[0] == []
+
+
+def _grace_test(numa_node):
+    return {"rail": 2, "device": "mlx5_4", "ib_port": 1, "port": 18517, "gid_index": None, "cuda_device": 2,
+            "numa_node": numa_node}
+
+
+def test_grace_cpu_node_binds_as_everywhere(tmp_path):
+    write_grace_nodes(tmp_path)
+    assert bandwidth.numa_binding_node(1, str(tmp_path)) == (1, "72-143", "")
+    argv, note = bandwidth.command_for(_params(tool="ib_write_bw"), _grace_test(1), "/usr/bin/numactl", sysfs_root=str(tmp_path))
+    assert argv[:3] == ["/usr/bin/numactl", "--cpunodebind=1", "--membind=1"]
+    assert note == "bound to NUMA node 1 with numactl"
+
+
+def test_grace_gpu_memory_node_binds_the_nearest_node_with_cpus(tmp_path):
+    # GPU2's memory on the GB200 host is node 18 (GPU NUMA ID), without CPUs: numactl --cpunodebind=18 fails with
+    # "Invalid argument", so the test runs on Grace 1, whose CPUs nvidia-smi lists for GPU2.
+    write_grace_nodes(tmp_path)
+    assert bandwidth.numa_binding_node(18, str(tmp_path)) == (1, "72-143", " (node 18 has no CPUs; 1 is the nearest that has)")
+    params = _params(tool="ib_write_bw")
+    argv, note = bandwidth.command_for(params, _grace_test(18), "/usr/bin/numactl", sysfs_root=str(tmp_path))
+    assert argv[:3] == ["/usr/bin/numactl", "--cpunodebind=1", "--membind=1"]
+    assert note == "bound to NUMA node 1 (node 18 has no CPUs; 1 is the nearest that has) with numactl"
+    argv, note = bandwidth.command_for(params, _grace_test(18), None, sysfs_root=str(tmp_path))
+    assert argv[:3] == ["taskset", "-c", "72-143"]
+
+
+def test_node_without_cpus_and_no_node_that_has_is_not_bound(tmp_path):
+    nodes = write_grace_nodes(tmp_path)
+    for node, (cpus, _socket) in nodes.items():
+        if cpus:
+            (tmp_path / "devices" / "system" / "node" / ("node%d" % node) / "cpulist").write_text("\n")
+    assert bandwidth.numa_binding_node(18, str(tmp_path)) == (-1, None, "NUMA node 18 has no CPUs and no node with CPUs is known")
+    argv, note = bandwidth.command_for(_params(tool="ib_write_bw"), _grace_test(18), "/usr/bin/numactl", sysfs_root=str(tmp_path))
+    assert argv[0] == "ib_write_bw"
+    assert note == "NUMA node 18 has no CPUs and no node with CPUs is known: not bound"
+
+
+def test_without_numa_sysfs_the_node_is_bound_as_asked(tmp_path):
+    assert bandwidth.numa_binding_node(3, str(tmp_path)) == (3, None, "")
 
 
 def test_latency_tools_take_no_bandwidth_flags_and_use_cuda_needs_a_gpu():

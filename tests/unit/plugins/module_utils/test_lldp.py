@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """parse_lldp on the real lldpctl captures: json0 from tests/fixtures/lldp, json from lldpd 1.0.16.
 
-tests/fixtures/lldp holds `-f json0` outputs only. The `-f json` outputs below were captured verbatim on
+tests/fixtures/lldp holds `-f json0` outputs, and one `-f json` of lldpd 0.9.6. The lldpd 1.0.16 `-f json` outputs below were captured verbatim on
 the lab machine with Debian 12's lldpd 1.0.16 (lldpd and lldpctl from the Debian package, run in network
 namespaces joined by veth pairs): `-f json` collapses one neighbour into an object and a lone
 management address into a string, the shapes a parser must not miss.
@@ -334,6 +334,10 @@ EXPECTED = {
         ('eth1', 'leaf-a', '16:fa:95:8a:08:0b', 'e6:3d:a8:eb:d3:1a', 'swp1', '10.88.0.21'),
         ('eth2', 'leaf-b', '8e:67:9b:0b:63:40', '82:2e:b4:0d:8f:65', 'swp1', '10.88.0.22'),
     ],
+    # This project's lab: lldpd 0.9.6 (-f json), two network namespaces and a veth pair.
+    "lab-lldpd-0.9.6-json-ttl-under-chassis.txt": [
+        ("eth1", "leaf-a", "76:ee:84:39:b0:a8", "76:ee:84:39:b0:a8", "eth1", "192.0.2.1"),
+    ],
     "lab-json0-node3.txt": [
         ('eth1', 'leaf-b', '8e:67:9b:0b:63:40', 'f6:62:13:8e:44:46', 'swp3', '10.88.0.22'),
         ('eth2', 'leaf-a', '16:fa:95:8a:08:0b', '0e:1a:ce:10:21:1a', 'swp3', '10.88.0.21'),
@@ -363,6 +367,17 @@ def test_json0_details_ttl_types_and_both_management_addresses():
     assert h3c["chassis_descr"].splitlines()[1] == "H3C S5130S-52S-EI"
     assert b2b["mgmt_ips"] == ["10.20.1.50", "fe80::ae1f:6bff:fe25:8664"]
     assert b2b["port_id_type"] == "mac"
+
+
+def test_lldpd_0_9_ttl_under_the_chassis_is_read():
+    # lldpd 0.9.4-0.9.6 print "ttl" in the chassis object (0.9.7 moved it to the port); before, it was lost.
+    text = read_fixture(FOLDER + "/lab-lldpd-0.9.6-json-ttl-under-chassis.txt")
+    body = json.loads(text)["lldp"]["interface"]["eth1"]
+    assert "ttl" not in body["port"] and body["chassis"]["leaf-a"]["ttl"] == "120"
+    [neighbor] = parse_lldp(text)
+    assert (neighbor["ttl"], neighbor["chassis_descr"][:18], neighbor["mgmt_ips"]) == (
+        120, "Debian GNU/Linux 1", ["192.0.2.1", "fe80::74ee:84ff:fe39:b0a8"])
+    assert parse_lldp_neighbors(text)["errors"] == []
 
 
 def test_json0_already_decoded_object_is_accepted():

@@ -342,6 +342,26 @@ def test_topology_xml_places_gpus_and_nics_under_their_numa_nodes():
     assert cpus[0].getElementsByTagName("pci")[0].getAttribute("busid") == "0000:18:00.0"
 
 
+def test_topology_xml_puts_grace_blackwell_gpus_under_their_grace_cpu():
+    # The GB200 capture: each GPU's memory is a NUMA node of its own (GPU NUMA ID 2, 10, 18, 26) without CPUs, and
+    # before its NUMA Affinity list was read the file was refused. The GPUs belong under the Grace CPU nvidia-smi
+    # names first. The query output (bus ids of a GB200 compute tray) and the NICs' sysfs are written here.
+    bus = ["0008", "0009", "0018", "0019"]
+    query = "".join("%d, NVIDIA GB200, 0000%s:01:00.0\n" % (i, b) for i, b in enumerate(bus))
+    sysfs = {}
+    for i in range(8):
+        sysfs["class/infiniband/mlx5_%d/device/uevent" % i] = "DRIVER=mlx5_core\nPCI_SLOT_NAME=%04x:03:00.0" % i
+        sysfs["class/infiniband/mlx5_%d/device/numa_node" % i] = "0" if i < 4 else "1"
+    topology = _topology("nvidia_smi_topo/gb200-4gpu-8nic-numa-lists.txt", sysfs=sysfs, query=query)
+    document = xml.dom.minidom.parseString(nccl_topology_xml(topology, ["mlx5_0:1", "mlx5_4:1"]))
+    cpus = document.getElementsByTagName("cpu")
+    assert [cpu.getAttribute("numaid") for cpu in cpus] == ["0", "1"]
+    assert [[gpu.getAttribute("dev") for gpu in cpu.getElementsByTagName("gpu")] for cpu in cpus] == [["0", "1"], ["2", "3"]]
+    assert [[net.getAttribute("name") for net in cpu.getElementsByTagName("net")] for cpu in cpus] == [["mlx5_0"], ["mlx5_4"]]
+    # CPUs 72-143 as NCCL's 32-bit hex words, most significant first.
+    assert cpus[1].getAttribute("affinity") == "0000ffff,ffffffff,ffffff00,00000000,00000000"
+
+
 def test_topology_xml_refuses_facts_without_pci_addresses():
     topology = _topology(HGX_TOPO, ibstat=IB_SOME_DOWN)
     with pytest.raises(NcclConfigError, match=r"lack them for GPU0 \(PCI bus id None, NUMA node 0\)"):

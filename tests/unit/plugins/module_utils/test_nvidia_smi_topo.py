@@ -19,6 +19,14 @@ FOLDER = "nvidia_smi_topo"
 # Values read from the captures. nics: (column name, device); nearest: GPU -> devices with its best link;
 # link: GPU -> that link; cpu/numa: GPU -> CPU and NUMA affinity; nvlink: GPU -> {peer: links}.
 EXPECTED = {
+    "aerial-gh200-1gpu-4nic-gpu-numa-id.txt": {
+        "gpus": 1,
+        "nics": [("NIC%d" % i, "mlx5_%d" % i) for i in range(4)],
+        "nearest": {"GPU0": ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]},
+        "link": {"GPU0": "NODE"},
+        "cpu": {"GPU0": "0-71"}, "numa": {"GPU0": 0},
+        "nvlink": {"GPU0": {}}, "legend": True,
+    },
     "asus-esc8000a-e12-4x-rtx6000ada-4nic.txt": {
         "gpus": 4,
         "nics": [("NIC0", "mlx5_0"), ("NIC1", "mlx5_1"), ("NIC2", "mlx5_2"), ("NIC3", "mlx5_3")],
@@ -26,6 +34,17 @@ EXPECTED = {
         "link": {"GPU0": "NODE", "GPU3": "NODE"},
         "cpu": {"GPU0": "0-31", "GPU2": "32-63"}, "numa": {"GPU1": 0, "GPU2": 1},
         "nvlink": {"GPU0": {}}, "legend": True,
+    },
+    # Grace-Blackwell: every NIC is SYS from every GPU (the GPU reaches the CPU over NVLink-C2C); NUMA Affinity
+    # lists the CPU node first. Which NIC is near is topology's call, from the NICs' NUMA nodes in sysfs.
+    "gb200-4gpu-8nic-numa-lists.txt": {
+        "gpus": 4,
+        "nics": [("NIC%d" % i, "mlx5_%d" % i) for i in range(8)],
+        "nearest": {"GPU%d" % i: ["mlx5_%d" % n for n in range(8)] for i in range(4)},
+        "link": {"GPU%d" % i: "SYS" for i in range(4)},
+        "cpu": {"GPU0": "0-71", "GPU1": "0-71", "GPU2": "72-143", "GPU3": "72-143"},
+        "numa": {"GPU0": 0, "GPU1": 0, "GPU2": 1, "GPU3": 1},
+        "nvlink": {"GPU0": {"GPU1": 18, "GPU2": 18, "GPU3": 18}}, "legend": True,
     },
     "nccl-tests-321-h20-vm-8gpu-8nic-no-legend.txt": {
         "gpus": 8,
@@ -57,6 +76,13 @@ EXPECTED = {
         "link": {"GPU0": None},
         "cpu": {"GPU0": "0-11", "GPU1": "12-23"}, "numa": {"GPU0": 0, "GPU1": 1},
         "nvlink": {"GPU0": {"GPU1": 2}, "GPU1": {"GPU0": 2}}, "legend": True,
+    },
+    "sirius-gb200-4gpu-hardware-md-no-nic-columns.txt": {
+        "gpus": 4, "nics": [],
+        "nearest": {"GPU0": [], "GPU3": []},
+        "link": {"GPU0": None},
+        "cpu": {"GPU1": "0-71", "GPU2": "72-143"}, "numa": {"GPU1": 0, "GPU2": 1},
+        "nvlink": {"GPU3": {"GPU0": 18, "GPU1": 18, "GPU2": 18}}, "legend": True,
     },
     "sglang-28424-h800-nv8-9nic-bond.txt": {
         "gpus": 8,
@@ -118,6 +144,43 @@ def test_old_layout_names_devices_in_the_header_and_has_no_gpu_numa_id():
     assert parsed["attribute_columns"] == ["CPU Affinity", "NUMA Affinity"]
     assert parsed["matrix"]["mlx5_0"] == {"GPU0": "NODE", "GPU1": "SYS", "mlx5_0": "X", "mlx5_1": "SYS"}
     assert parsed["matrix"]["GPU0"]["GPU1"] == "SYS"
+
+
+GB200 = FOLDER + "/gb200-4gpu-8nic-numa-lists.txt"
+
+
+@pytest.mark.parametrize("name", ["gb200-4gpu-8nic-numa-lists.txt", "sirius-gb200-4gpu-hardware-md-no-nic-columns.txt"])
+def test_grace_blackwell_numa_lists_name_the_cpu_node_first_and_the_gpu_memory_node(name):
+    # GB200 without CDMM: NUMA nodes 0 and 1 hold the Grace CPUs; each GPU's memory is a node of its own
+    # (GPU NUMA ID 2, 10, 18, 26) and the nodes of its MIG memory partitions are listed with the CPU node.
+    parsed = parse_nvidia_smi_topo(read_fixture("%s/%s" % (FOLDER, name)))
+    gpus = {gpu["name"]: gpu for gpu in parsed["gpus"]}
+    assert gpus["GPU0"]["numa_affinity_nodes"] == [0] + list(range(3, 10)) + list(range(11, 18))
+    assert gpus["GPU1"]["numa_affinity_nodes"] == gpus["GPU0"]["numa_affinity_nodes"]
+    assert gpus["GPU3"]["numa_affinity_nodes"] == [1] + list(range(19, 26)) + list(range(27, 34))
+    assert [gpu["numa_affinity"] for gpu in parsed["gpus"]] == [0, 0, 1, 1]
+    assert [gpu["gpu_numa_id"] for gpu in parsed["gpus"]] == [2, 10, 18, 26]
+
+
+def test_grace_hopper_gpu_memory_node_beside_a_single_cpu_node():
+    parsed = parse_nvidia_smi_topo(read_fixture(FOLDER + "/aerial-gh200-1gpu-4nic-gpu-numa-id.txt"))
+    gpu = parsed["gpus"][0]
+    assert (gpu["numa_affinity"], gpu["numa_affinity_nodes"], gpu["gpu_numa_id"]) == (0, [0], 1)
+
+
+def test_x86_captures_keep_one_numa_node_and_no_gpu_memory_node():
+    parsed = parse_nvidia_smi_topo(read_fixture(HGX))
+    assert [gpu["numa_affinity_nodes"] for gpu in parsed["gpus"]] == [[0]] * 4 + [[1]] * 4
+    assert {gpu["gpu_numa_id"] for gpu in parsed["gpus"]} == {None}
+
+
+def test_backwards_numa_range_is_refused_naming_the_row():
+    # Derived from the GB200 capture: GPU2's "1,19-25,27-33" with its first range written backwards (25-19),
+    # which has the shape of a node list but names no node.
+    text = _edit_row(read_fixture(GB200), "GPU2", "1,19-25,27-33", "1,25-19,27-33")
+    with pytest.raises(ParseError) as error:
+        parse_nvidia_smi_topo(text)
+    assert "row GPU2: NUMA Affinity '1,25-19,27-33' is no list of NUMA nodes" in str(error.value)
 
 
 def test_ansi_underlined_header_and_empty_tab_cell():

@@ -130,7 +130,7 @@ def test_nccl_defaults_and_example_inventory_pass():
     ({"nccl_profile_script_path": "/etc/profile.d/../bash.bashrc"}, "nccl_profile_script_path", ["normal form"]),
     ({"nccl_profile_script_path": "/etc/profile.d/nccl"}, "nccl_profile_script_path", ["must end in .sh"]),
     ({"nccl_profile_script_path": "/etc/bash.bashrc"}, "nccl_profile_script_path", ["under /etc/profile.d/"]),
-    ({"nccl_env_file_path": "/etc/environment"}, "nccl_env_file_path", ["must contain 'nccl'"]),
+    ({"nccl_env_file_path": "/etc/default/environment"}, "nccl_env_file_path", ["must contain 'nccl'"]),
     ({"nccl_env_file_path": "/home/user/nccl.env"}, "nccl_env_file_path", ["under /etc/"]),
     ({"nccl_env_file_path": "/etc/default/./nccl"}, "nccl_env_file_path", ["normal form"]),
     ({"nccl_topology_xml_path": "/etc/nccl//topo.xml"}, "nccl_topology_xml_path", ["normal form"]),

@@ -224,6 +224,69 @@ def test_sysfs_roce_port_netdev_gid_and_lldp_switch():
         "operstate": "up", "pci_address": "0000:19:00.0", "numa_node": 0, "bond_master": None}]
 
 
+GB200_TOPO = "nvidia_smi_topo/gb200-4gpu-8nic-numa-lists.txt"
+
+
+def _grace_nic_sysfs(nodes):
+    """sysfs of RDMA NICs mlx5_<i> on NUMA node nodes[i], in the kernel's formats (the capture has no sysfs)."""
+    sysfs = {}
+    for index, node in enumerate(nodes):
+        base = "class/infiniband/mlx5_%d/" % index
+        sysfs[base + "device/uevent"] = "DRIVER=mlx5_core\nPCI_SLOT_NAME=000%d:01:00.0" % index
+        sysfs[base + "device/numa_node"] = str(node)
+        sysfs[base + "ports/1/state"] = "4: ACTIVE"
+        sysfs[base + "ports/1/link_layer"] = "InfiniBand"
+    return sysfs
+
+
+def test_grace_blackwell_gpus_take_the_nics_of_their_own_cpu_node():
+    # The GB200 capture prints SYS from every GPU to every NIC. With the NICs' NUMA nodes from sysfs (mlx5_0-3 on
+    # Grace 0, mlx5_4-7 on Grace 1, as a compute tray cables them), each GPU's nearest NICs are those of its own
+    # CPU node, reached within the node (NODE), and no GPU is reported as crossing sockets.
+    topology = build_topology({"nvidia_smi_topo": read_fixture(GB200_TOPO), "sysfs": _grace_nic_sysfs([0] * 4 + [1] * 4)})
+    gpus = topology["gpus"]["devices"]
+    assert [(gpu["numa_node"], gpu["memory_numa_node"]) for gpu in gpus] == [(0, 2), (0, 10), (1, 18), (1, 26)]
+    assert [gpu["nearest_nics"] for gpu in gpus] == [["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]] * 2 + [
+        ["mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7"]] * 2
+    assert {gpu["nearest_link"] for gpu in gpus} == {"NODE"}
+    assert _kinds(topology, "gpu_nic_cross_socket") == []
+
+
+def test_grace_gpus_keep_every_sys_nic_when_sysfs_does_not_say_where_the_nics_are():
+    topology = build_topology({"nvidia_smi_topo": read_fixture(GB200_TOPO)})
+    gpus = topology["gpus"]["devices"]
+    assert [len(gpu["nearest_nics"]) for gpu in gpus] == [8] * 4
+    assert {gpu["nearest_link"] for gpu in gpus} == {"SYS"}
+    assert len(_kinds(topology, "gpu_nic_cross_socket")) == 4
+
+
+def test_x86_sys_nics_on_the_other_socket_stay_cross_socket():
+    # Derived from the Della capture (x86, 2 sockets): GPU0's NODE link to mlx5_0 becomes SYS, as when both NICs
+    # sit on the other socket, where sysfs puts them. No NIC is on GPU0's node: it keeps both, SYS, and the finding.
+    della = read_fixture("nvidia_smi_topo/princeton-della-2x-a100-2nic-mlx5-columns.txt")
+    edited = della.replace("GPU0\t X \tSYS\tNODE", "GPU0\t X \tSYS\tSYS")
+    assert edited != della
+    topology = build_topology({"nvidia_smi_topo": edited, "sysfs": _grace_nic_sysfs([1, 1])})
+    gpu0 = topology["gpus"]["devices"][0]
+    assert (gpu0["numa_node"], gpu0["nearest_nics"], gpu0["nearest_link"]) == (0, ["mlx5_0", "mlx5_1"], "SYS")
+    assert gpu0["memory_numa_node"] is None
+    assert [f["message"][:30] for f in _kinds(topology, "gpu_nic_cross_socket")] == ["GPU0's nearest NIC (mlx5_0, ml"]
+
+
+def test_grace_hopper_numa_node_is_the_cpu_side_one_not_the_gpu_memory_node():
+    # GH200 (NVIDIA Aerial reference setup): the GPU's memory is NUMA node 1, without CPUs. Should its PCI function
+    # report that node in sysfs (NVML's nvmlDeviceGetNumaNodeId returns such memory-only nodes, as vLLM#39361
+    # found on GB200), binding to it fails: the CPU-side node nvidia-smi names first wins. Model and bus id are
+    # the ones cuBB_system_checks printed for that GPU.
+    sources = {
+        "nvidia_smi_topo": read_fixture("nvidia_smi_topo/aerial-gh200-1gpu-4nic-gpu-numa-id.txt"),
+        "nvidia_smi_query": "0, NVIDIA GH200 480GB, 00000009:01:00.0\n",
+        "sysfs": {"bus/pci/devices/0009:01:00.0/numa_node": "1"},
+    }
+    gpu = build_topology(sources)["gpus"]["devices"][0]
+    assert (gpu["pci_bus_id"], gpu["numa_node"], gpu["memory_numa_node"]) == ("0009:01:00.0", 0, 1)
+
+
 def test_roce_port_without_v2_gid_is_reported():
     sysfs = {k: v for k, v in ROCE_SYSFS.items() if "/gids/1" not in k and "/gids/3" not in k
              and not k.endswith(("/types/1", "/types/3", "/ndevs/1", "/ndevs/3"))}

@@ -74,9 +74,20 @@ def test_a_changed_report_replaces_only_that_file_with_a_diff(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     ({"files": {"../escape.json": "x"}}, "each name must be a file name without a directory part; got '../escape.json'"),
-    ({"files": {"a.json": "x"}, "mode": "rw-r--r--"}, "mode must be an octal mode such as 0644, got 'rw-r--r--'"),
+    ({"files": {"a.json": "x"}, "mode": "rw-r--r--"}, "mode: must be an octal mode such as '0644' (quoted); got 'rw-r--r--'"),
+    ({"files": {"a.json": "x"}, "mode": "0666"}, "mode: 0666 lets every local user write the file"),
 ])
 def test_bad_arguments_write_nothing(tmp_path, args, message):
     result = _run(dict(args, path=str(tmp_path / "reports")))
     assert result.get("failed") and message in result["msg"], result
+    assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize("key, number", [("mode", 416), ("directory_mode", 493)])
+def test_report_mode_given_as_unquoted_yaml_int_is_refused(tmp_path, key, number):
+    """YAML reads an unquoted `mode: 0640` as 416 (0755 as 493). Taken as the string "416" and read as octal, it
+    wrote the report 0416, which every local user could write; now the number is refused, asking for quotes."""
+    result = _run({"path": str(tmp_path / "reports"), "files": {"a.json": "x"}, key: number})
+    assert result.get("failed"), result
+    assert "%s: got the number %d" % (key, number) in result["msg"] and "Quote the mode" in result["msg"], result
     assert not (tmp_path / "reports").exists()

@@ -1,0 +1,48 @@
+"""The remediation loop's variables refused before anything runs, each problem naming its variable."""
+
+import pytest
+
+from ansible_collections.gpufabric.core.plugins.module_utils.remediation_inputs import remediation_problems
+
+GOOD = {"remediation_alertmanager_url": "http://alertmanager.example.org:9093"}
+
+
+def test_the_defaults_with_an_alertmanager_are_usable():
+    assert remediation_problems(GOOD) == []
+    assert remediation_problems(dict(GOOD, remediation_max_drained=3, remediation_webhook_port="8080",
+                                     remediation_reason_prefix="fabric-loop:", remediation_textfile_dir=None,
+                                     remediation_action_window=0, remediation_reconcile_interval=0)) == []
+
+
+@pytest.mark.parametrize("name, value, words", [
+    ("remediation_max_drained", 0, "must be a number of nodes (1 or more)"),
+    ("remediation_max_drained", "0%", "above 0 % and at most 100 %"),
+    ("remediation_max_drained", "101%", "above 0 % and at most 100 %"),
+    ("remediation_reason_prefix", "gpu fabric:", "must be a word ending in a colon"),
+    ("remediation_reason_prefix", '"gpufabric:', "scontrol keeps it whole"),
+    ("remediation_reason_prefix", "gpufabric:\n", "must be a word ending in a colon"),
+    ("remediation_reason_prefix", "gpufabric", "must be a word ending in a colon"),
+    ("remediation_reason_prefix", "", "must be a word ending in a colon"),
+    ("remediation_reason_prefix", "a" * 33 + ":", "at most 32 characters"),
+    ("remediation_webhook_port", 0, "must be a TCP port from 1 to 65535"),
+    ("remediation_webhook_port", 65536, "must be a TCP port from 1 to 65535"),
+    ("remediation_webhook_port", "http", "must be a TCP port from 1 to 65535"),
+    ("remediation_webhook_host", "0.0.0.0 --evil", "the address (or host name)"),
+    ("remediation_action_window", -1, "from 0 to 86400"),
+    ("remediation_reconcile_interval", 90000, "from 0 (no reconcile tick)"),
+    ("remediation_alertmanager_url", "", "needs Alertmanager's URL"),
+    ("remediation_alertmanager_url", "http://am:9093/?x=1", "no query"),
+    ("remediation_alertmanager_url", "ftp://am", "http:// or https://"),
+    ("remediation_page_for", 10, "from 60 to 86400"),
+    ("remediation_page_labels", {"alertname": "x"}, "set by the page itself"),
+    ("remediation_page_labels", {"bad-label": "x"}, "is not a Prometheus label name"),
+    ("remediation_page_labels", {"team": "a\nb"}, "one-line value"),
+    ("remediation_state_dir", "/etc/gpufabric", "must be under /var/lib/"),
+    ("remediation_state_dir", "/var/lib/../etc", "normal form"),
+    ("remediation_textfile_dir", "relative/dir", "absolute directory"),
+    ("remediation_fabric_map", "/srv/maps/map.json\n", "absolute file"),
+])
+def test_bad_input_is_refused_naming_the_variable(name, value, words):
+    problems = remediation_problems(dict(GOOD, **{name: value}))
+    assert len(problems) >= 1
+    assert problems[0].startswith(name) and words in problems[0], problems
