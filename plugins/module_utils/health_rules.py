@@ -220,7 +220,9 @@ def prometheus_config(rule_files, targets_file, alertmanagers, scrape_interval="
         "global": {"scrape_interval": scrape_interval, "evaluation_interval": evaluation_interval},
         "rule_files": list(rule_files),
         "alerting": {"alertmanagers": [{"static_configs": [{"targets": list(alertmanagers)}]}]},
-        "scrape_configs": [{"job_name": job, "file_sd_configs": [{"files": [targets_file]}]}],
+        # honor_labels: the sampler's series name their host as the target does; without it Prometheus renames
+        # theirs exported_host and every alert carries both.
+        "scrape_configs": [{"job_name": job, "honor_labels": True, "file_sd_configs": [{"files": [targets_file]}]}],
     }
 
 

@@ -42,6 +42,7 @@ def test_thresholds_and_intervals_reach_the_rules_and_prometheus_yml():
     assert prometheus["global"] == {"scrape_interval": "2s", "evaluation_interval": "5s"}
     assert prometheus["rule_files"] == ["/etc/p/r.yml"]
     assert prometheus["scrape_configs"][0]["file_sd_configs"] == [{"files": ["/etc/p/t.json"]}]
+    assert prometheus["scrape_configs"][0]["honor_labels"] is True
     receivers = yaml.safe_load(texts["alertmanager"])["receivers"]
     assert {"name": "gpufabric-remediation",
             "webhook_configs": [{"url": "http://127.0.0.1:5000/endpoint", "send_resolved": True}]} in receivers
