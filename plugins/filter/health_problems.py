@@ -19,7 +19,7 @@ description:
     ECN priority 0-7; the monitoring directory an absolute path."
 options:
   _input:
-    description: The role's variables by their full names (C(health_interval), C(health_thresholds), ...: every
+    description: The role's variables by their full names (C(health_interval), C(health_thresholds), ... - every
       C(health_*) variable of the role's argument specs).
     type: dict
     required: true

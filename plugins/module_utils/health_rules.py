@@ -80,7 +80,9 @@ def _alert(name, expr, duration, scope, remediation, severity, summary, expected
 def rule_groups(thresholds=None, evaluation_interval=None):
     """The rule file's groups: recording rules (leaf and rail roll-ups) and every alert."""
     t = dict(DEFAULT_THRESHOLDS, **(thresholds or {}))
-    where = "{{ $labels.host }} {{ $labels.rail }} ({{ $labels.netdev }}{{ if $labels.device }}, {{ $labels.device }} port {{ $labels.port }}{{ end }}), cabled to {{ $labels.leaf }} port {{ $labels.leaf_port }}"
+    where = ("{{ $labels.host }} {{ $labels.rail }} ({{ $labels.netdev }}"
+             "{{ if $labels.device }}, {{ $labels.device }} port {{ $labels.port }}{{ end }}), "
+             "cabled to {{ $labels.leaf }} port {{ $labels.leaf_port }}")
     recording = [
         {"record": "gpufabric:leaf_rail_ports:count", "expr": "count by (leaf, rail) (gpufabric_port_up{leaf!=\"\"})"},
         {"record": "gpufabric:leaf_rail_ports_down:count",
@@ -107,7 +109,8 @@ def rule_groups(thresholds=None, evaluation_interval=None):
                "gpufabric_port_rate_bytes_per_second < on (%s) gpufabric_port_expected_rate_bytes_per_second"
                % _NODE_LABELS.replace(" ", ""), t["rate_low_for"], "node", "drain", "warning",
                "%s runs below its expected rate" % where,
-               "{{ with printf \"gpufabric_port_expected_rate_bytes_per_second{host='%s',rail='%s'}\" $labels.host $labels.rail | query }}{{ . | first | value | humanize }}B/s{{ end }}",
+               "{{ with printf \"gpufabric_port_expected_rate_bytes_per_second{host='%s',rail='%s'}\" "
+               "$labels.host $labels.rail | query }}{{ . | first | value | humanize }}B/s{{ end }}",
                "{{ $value | humanize }}B/s"),
         _alert("GpufabricPcieLinkDegraded",
                "gpufabric_pcie_link_width < on (host, pci, device, kind, rail) gpufabric_pcie_link_expected_width "

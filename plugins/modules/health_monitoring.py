@@ -17,7 +17,7 @@ description:
     programs are installed on the host; a file they refuse leaves every file as it was.
   - With O(services), brings C(prometheus.service) and C(prometheus-alertmanager.service) (Debian's units) to
     running, restarts Prometheus after its C(prometheus.yml) changed and reloads it after its rules changed
-    (targets need nothing: Prometheus watches file_sd files), and reloads Alertmanager after its configuration
+    (targets need nothing, Prometheus watches file_sd files), and reloads Alertmanager after its configuration
     changed.
   - Check mode validates and reports what would change (diff included) and changes nothing.
 options:
