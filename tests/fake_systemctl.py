@@ -87,6 +87,9 @@ class FakeSystemd:
             unit["active"] = True
         elif verb == "stop":
             unit["active"] = False
+        elif verb == "reload":
+            # systemd refuses to reload a unit that is not running.
+            answer = (0, "", "") if unit["active"] else (1, "", "Unit %s cannot be reloaded because it is inactive." % name)
         else:
             answer = 1, "", "Unknown command verb %s." % verb
         self.save(state)

@@ -17,6 +17,8 @@ from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs impo
     claim_conflicts, identity_problem, name_problem)
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
+# The prefix of every connection name (gf-<peer>): the ipsec role writes them, the health sampler expects them.
+CONNECTION_PREFIX = "gf"
 
 
 class MeshError(ValueError):
@@ -74,7 +76,7 @@ def _overlaps(left, right):
 
 
 def build_mesh(local_name, nodes, vlan_subnets=None, gateways=None, revoked=None, controller_addresses=None,
-               bypass_networks=None, ssh_port=22, prefix="gf"):
+               bypass_networks=None, ssh_port=22, prefix=CONNECTION_PREFIX):
     """Return the connections, bypass shunts and expected SAs of host local_name.
 
     nodes: every host of the mesh (local_name among them), dicts with name, address (IKE endpoint), id (IKE identity,

@@ -88,10 +88,11 @@ def is_active(run, unit):
     return run(["systemctl", "is-active", "--quiet", unit])[0] == 0
 
 
-def ensure_running(run, unit, restart=False, check_mode=False):
+def ensure_running(run, unit, restart=False, check_mode=False, reload=False):
     """Enable the unit when it is not, and start it when it is not active, or restart it when restart is true (its
-    files changed, or a oneshot must run again). Returns the actions, e.g. ["enabled x.service", "started
-    x.service"]; raises UnitError when one fails."""
+    files changed, or a oneshot must run again), or reload a running unit when reload is true (a file it re-reads
+    on SIGHUP changed). Returns the actions, e.g. ["enabled x.service", "started x.service"]; raises UnitError when
+    one fails."""
     actions = []
     if not is_enabled(run, unit):
         _act(run, check_mode, "enable", unit)
@@ -102,6 +103,9 @@ def ensure_running(run, unit, restart=False, check_mode=False):
     elif not is_active(run, unit):
         _act(run, check_mode, "start", unit)
         actions.append("started %s" % unit)
+    elif reload:
+        _act(run, check_mode, "reload", unit)
+        actions.append("reloaded %s" % unit)
     return actions
 
 

@@ -391,7 +391,12 @@ def normalize_rail_interfaces(value, owner=RAIL_INTERFACES_VARIABLE):
     return rails or None
 
 
-def _switch_port_name(neighbor):
+def switch_name(neighbor):
+    """A switch's name: its LLDP system name, else its chassis ID (some switches send no name)."""
+    return neighbor.get("chassis_name") or neighbor.get("chassis_id")
+
+
+def switch_port_name(neighbor):
     """The switch port as people name it: the port ID, unless the switch sent a MAC there (then the description)."""
     port_id = neighbor.get("port_id")
     if port_id and neighbor.get("port_id_type") != "mac" and not _MAC.match(str(port_id)):
@@ -463,7 +468,7 @@ class _RailContext:
             "active_mtu": (port or {}).get("active_mtu"),
             "switch": neighbor.get("chassis_name") if neighbor else None,
             "switch_id": neighbor.get("chassis_id") if neighbor else None,
-            "switch_port": _switch_port_name(neighbor) if neighbor else None,
+            "switch_port": switch_port_name(neighbor) if neighbor else None,
             "exists": True,
         }
 

@@ -2,7 +2,7 @@
 
 playbooks/check_inventory.yml runs on the controller only (local connection, action plugins and filters): it
 validates each host's role variables against the roles' argument specs and runs the bonding, cooling, rdma, nccl
-verify, ipsec and routing preflight filters, the rollout check and the check of what two hosts both claim. The
+verify, ipsec, routing and health preflight filters, the rollout check and the check of what two hosts both claim. The
 bad-input cases run as one check of one copy of the inventory: each mistake on a host of its own (a copy of the host
 it is written for, in the same groups, with that host's variables, an address of its own and the mistake), so one
 run shows every mistake refused on its host only (and, for a claim two hosts make, on the other host too, naming
@@ -19,7 +19,7 @@ import yaml
 from integration_helpers import ROOT, run_logged, tail
 
 CHECK = ROOT / "playbooks" / "check_inventory.yml"
-ROLES = ["rdma", "bonding", "routing", "ipsec", "nccl", "cooling", "verify", "remediation"]
+ROLES = ["rdma", "bonding", "routing", "ipsec", "nccl", "cooling", "verify", "health", "remediation"]
 HOST = "gpu-r01-n03"
 
 
@@ -39,7 +39,7 @@ def test_every_host_passes_every_role_check():
     # Both preflight filters ran on the HGX hosts, which define bonds and a cooling policy.
     assert re.search(r"TASK \[Check bonds.*\n(?:.*\n)*?ok: \[%s\]" % HOST, out)
     assert re.search(r"TASK \[Check the cooling policy.*\n(?:.*\n)*?ok: \[%s\]" % HOST, out)
-    for task in ("RDMA variables", "NCCL variables", "verify variables", "rolling-batch variables"):
+    for task in ("RDMA variables", "NCCL variables", "verify variables", "rolling-batch variables", "sampler"):
         assert re.search(r"TASK \[Check the %s.*\n(?:.*\n)*?ok: \[%s\]" % (task, HOST), out), task
 
 
@@ -103,6 +103,16 @@ BAD_INPUTS = {
         "cooling_bmc.redfish.base_url: 'http://10.99.1.240' is plain http"),
     # An IPsec host (the inference racks' mesh): a null cipher passes the type check and is refused.
     "null esp cipher": ({"ipsec_esp_proposals": ["null-sha256"]}, "ipsec_esp_proposals[0]: null is refused", "inf-r03-n01"),
+    # The health role's rules (issue 39): an alert threshold out of range, a rate no NIC reaches, a label that
+    # would split a Prometheus series, a listen address that is neither an address nor a name.
+    "health threshold out of range": ({"health_thresholds": {"leaf_min_ratio": 1.5}},
+                                      "health_thresholds.leaf_min_ratio: 1.5 is out of range (0.01 to 1)"),
+    "expected rate no nic reaches": ({"health_rails": [{"rail": "rail0", "netdev": "ens1", "expected_rate_gbps": 4000}]},
+                                     "health_rails[0].expected_rate_gbps: 4000 Gb/s is a rate no NIC reaches"),
+    "target label with a newline": ({"health_target_labels": {"rack": "r01\nr02"}},
+                                    "health_target_labels.rack: a target label must not hold a line break"),
+    "listen address with a space": ({"health_listen_address": "gpu r01"},
+                                     "health_listen_address: 'gpu r01' is neither an IP address nor a host name"),
     "routing asn out of range": ({"routing_asn": 4294967296, "routing_uplinks": [
         {"interface": "ens1", "peer": "10.0.0.1", "remote_asn": 65001}]}, "routing_asn: 4294967296 is outside 1-4294967295"),
     # Issue 40: hostile and careless values that passed before.

@@ -33,6 +33,14 @@ def test_restart_when_asked_even_when_running(systemd):
     assert systemctl.actions() == ["restart x.service"]
 
 
+def test_reload_a_running_unit_start_a_stopped_one(systemd):
+    running, stopped = systemd(enabled=True, active=True), systemd(enabled=True)
+    assert su.ensure_running(running, "x.service", reload=True) == ["reloaded x.service"]
+    assert su.ensure_running(stopped, "x.service", reload=True) == ["started x.service"]
+    assert su.ensure_running(running, "x.service", restart=True, reload=True) == ["restarted x.service"]
+    assert running.actions() == ["reload x.service", "restart x.service"] and stopped.actions() == ["start x.service"]
+
+
 def test_check_mode_only_asks(systemd):
     stopped, running = systemd(), systemd(enabled=True, active=True)
     assert su.ensure_running(stopped, "x.service", check_mode=True) == ["enabled x.service", "started x.service"]

@@ -1,0 +1,128 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: health_monitoring_config
+short_description: Render the fabric's Prometheus targets, rules and Alertmanager configuration from the inventory
+version_added: "0.1.0"
+description:
+  - Renders, on the controller, the texts of the monitoring side of C(gpufabric.core.health) - file_sd targets (JSON),
+    the recording and alerting rules, an Alertmanager configuration (route, inhibitions, the remediation receiver)
+    and a whole C(prometheus.yml) for a Prometheus this collection runs - for M(gpufabric.core.health_monitoring) to
+    write. The alerts carry the labels docs/alerts.md lists (gpufabric_scope, gpufabric_remediation, severity).
+options:
+  _input:
+    description: The hosts to scrape, each a dict with C(name) (the inventory hostname), C(address), C(port) and
+      C(labels) (its C(health_target_labels)).
+    type: list
+    elements: dict
+    required: true
+  thresholds:
+    description: Alert thresholds overriding the defaults (C(health_thresholds)).
+    type: dict
+    default: {}
+  webhook_url:
+    description: The remediation loop's webhook; "" routes nothing there.
+    type: str
+    default: ""
+  scrape_interval:
+    description: Scrape interval of the C(prometheus.yml).
+    type: str
+    default: 10s
+  evaluation_interval:
+    description: Evaluation interval of the rule groups and the C(prometheus.yml).
+    type: str
+    default: 10s
+  rules_file:
+    description: Path of the rule file, as C(prometheus.yml) names it.
+    type: str
+    default: gpufabric.rules.yml
+  targets_file:
+    description: Path of the file_sd file, as C(prometheus.yml) names it.
+    type: str
+    default: gpufabric_targets.json
+  alertmanagers:
+    description: Alertmanagers (host:port) the C(prometheus.yml) sends alerts to.
+    type: list
+    elements: str
+    default: [localhost:9093]
+author:
+  - gpufabric.core contributors (@gpufabric)
+"""
+
+EXAMPLES = r"""
+- name: Render the monitoring files for the GPU nodes
+  ansible.builtin.set_fact:
+    monitoring_files: >-
+      {{ [{'name': 'gpu-a01', 'address': '10.0.0.11', 'port': 9100, 'labels': {'rack': 'r01'}}]
+         | gpufabric.core.health_monitoring_config(thresholds={'port_down_for': '1m'}) }}
+"""
+
+RETURN = r"""
+_value:
+  description: The texts, by kind.
+  type: dict
+  contains:
+    targets:
+      description: file_sd targets, JSON.
+      type: str
+    rules:
+      description: The rule file (recording rules and alerts), YAML.
+      type: str
+    alertmanager:
+      description: The Alertmanager configuration, YAML.
+      type: str
+    prometheus:
+      description: A whole prometheus.yml, YAML.
+      type: str
+"""
+
+import json
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gpufabric.core.plugins.module_utils import health_config, health_rules
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - Ansible itself needs PyYAML on the controller
+    yaml = None
+
+
+def health_monitoring_config(targets, thresholds=None, webhook_url="", scrape_interval="10s",
+                             evaluation_interval="10s", rules_file="gpufabric.rules.yml",
+                             targets_file="gpufabric_targets.json", alertmanagers=("localhost:9093",)):
+    if not isinstance(targets, list) or not all(isinstance(item, dict) and item.get("name") and item.get("address")
+                                                and item.get("port") for item in targets):
+        raise AnsibleFilterError("gpufabric.core.health_monitoring_config: expects a list of hosts, each with name, "
+                                 "address and port")
+    # Plain Python values: ansible-core 2.19 hands filters tagged str subclasses, which yaml.safe_dump refuses.
+    (targets, thresholds, alertmanagers, webhook_url, scrape_interval, evaluation_interval, rules_file,
+     targets_file) = json.loads(json.dumps([targets, thresholds or {}, list(alertmanagers), webhook_url or "",
+                                            scrape_interval, evaluation_interval, rules_file, targets_file]))
+    problems = health_config.threshold_problems(thresholds)
+    if problems:
+        raise AnsibleFilterError("gpufabric.core.health_monitoring_config: %s" % "; ".join(problems))
+    try:
+        data = health_rules.monitoring_config(
+            targets, thresholds=dict(thresholds or {}), webhook_url=webhook_url, scrape_interval=scrape_interval,
+            evaluation_interval=evaluation_interval, rules_file=rules_file, targets_file=targets_file,
+            alertmanagers=list(alertmanagers))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError("gpufabric.core.health_monitoring_config: %s" % exc)
+
+    def as_yaml(value):
+        return "# Ansible managed: gpufabric.core health_monitoring_config\n" + yaml.safe_dump(
+            value, sort_keys=False, default_flow_style=False, width=1000)
+
+    return {"targets": json.dumps(data["targets"], indent=2) + "\n", "rules": as_yaml(data["rules"]),
+            "alertmanager": as_yaml(data["alertmanager"]), "prometheus": as_yaml(data["prometheus"])}
+
+
+class FilterModule:
+    """The health_monitoring_config filter."""
+
+    def filters(self):
+        return {"health_monitoring_config": health_monitoring_config}

@@ -1,0 +1,373 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The health role's inputs, checked, and the files they become on a host.
+
+- problems(): every rule the role applies (its preflight and check_inventory.yml, through the health_problems
+  filter), each problem naming the variable;
+- expected_state(): the expected-state file gpufabric-health samples against, from the fabric map's rails, the
+  bonds, routed uplinks and IPsec peers the other roles deployed;
+- desired_files(): the sampler's package, command, expected state and unit, and node_exporter's arguments and web
+  configuration, as file_transaction entries.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import socket
+
+from ansible_collections.gpufabric.core.plugins.module_utils import health_rules, swanctl_mesh
+
+# The fastest Ethernet and InfiniBand ports sold (800 Gb/s: ConnectX-8, XDR) with room for the next generation; an
+# expected rate above this is a typo (Mb/s given as Gb/s), not a NIC.
+MAX_PORT_RATE_GBPS = 1600
+MANAGED = "Ansible managed"
+# Labels of the gpufabric series themselves: a target label of the same name would overwrite theirs.
+RESERVED_TARGET_LABELS = frozenset(("host", "rail", "netdev", "device", "port", "leaf", "leaf_port", "seen_leaf",
+                                    "seen_port", "peer", "child", "bond", "source", "pci", "kind", "job", "instance"))
+PACKAGE = "gpufabric_health"
+_UNIT_NAME = re.compile(r"^[A-Za-z0-9_.@-]+\.service$")
+# A DNS name (RFC 1123 labels): what an inventory's ansible_host holds when it is not an address.
+_HOST_NAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
+
+
+def _has_line_break(value):
+    return isinstance(value, str) and ("\n" in value or "\r" in value)
+
+
+def _number(value):
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _is_ip(text):
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def threshold_problems(thresholds, name="health_thresholds"):
+    """What is wrong with the alert thresholds (unknown keys, durations, ranges)."""
+    problems = []
+    if not isinstance(thresholds, dict):
+        return ["%s must be a mapping of threshold names to values" % name]
+    for key, value in thresholds.items():
+        where = "%s.%s" % (name, key)
+        if key not in health_rules.DEFAULT_THRESHOLDS:
+            problems.append("%s: unknown threshold (known: %s)" % (where, ", ".join(sorted(health_rules.DEFAULT_THRESHOLDS))))
+            continue
+        default = health_rules.DEFAULT_THRESHOLDS[key]
+        if isinstance(default, str):
+            try:
+                seconds = health_rules.duration_seconds(value)
+            except ValueError as exc:
+                problems.append("%s: %s" % (where, exc))
+                continue
+            if not 0 <= seconds <= 7 * 86400:
+                problems.append("%s: %s is out of range (0s to 7 days)" % (where, value))
+            continue
+        number = _number(value)
+        ranges = {"leaf_min_hosts": (1, 100000), "leaf_min_ratio": (0.01, 1), "flap_changes": (2, 1000),
+                  "carrier_lost_changes_6h": (1, 1000), "pause_frames_per_second": (1, 1e9),
+                  "stale_after_seconds": (5, 86400)}
+        low, high = ranges[key]
+        if number is None or not low <= number <= high:
+            problems.append("%s: %r is out of range (%s to %s)" % (where, value, low, high))
+    return problems
+
+
+def problems(settings):
+    """Every problem of the health role's variables (a dict of them, names as in the role), each naming its
+    variable; [] when they are usable."""
+    found = []
+    interval = _number(settings.get("health_interval"))
+    if interval is None or not 1 <= interval <= 300:
+        found.append("health_interval: %r is out of range (1 to 300 seconds)" % (settings.get("health_interval"),))
+    command_interval = _number(settings.get("health_command_interval"))
+    if command_interval is None or not 1 <= command_interval <= 3600:
+        found.append("health_command_interval: %r is out of range (1 to 3600 seconds)"
+                     % (settings.get("health_command_interval"),))
+    found += threshold_problems(settings.get("health_thresholds") or {})
+    address = settings.get("health_listen_address")
+    if not isinstance(address, str) or not (_is_ip(address) or _HOST_NAME.fullmatch(address)):
+        found.append("health_listen_address: %r is neither an IP address nor a host name (node_exporter listens "
+                     "on the management address only)" % (address,))
+    port = settings.get("health_node_exporter_port")
+    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+        found.append("health_node_exporter_port: %r is not a TCP port" % (port,))
+    for index, rail in enumerate(settings.get("health_rails") or []):
+        where = "health_rails[%d]" % index
+        if not isinstance(rail, dict):
+            found.append("%s must be a mapping" % where)
+            continue
+        rate = rail.get("expected_rate_gbps")
+        if rate is not None:
+            number = _number(rate)
+            if number is None or not 0 < number <= MAX_PORT_RATE_GBPS:
+                found.append("%s.expected_rate_gbps: %r Gb/s is a rate no NIC reaches (0 to %d)"
+                             % (where, rate, MAX_PORT_RATE_GBPS))
+        for key, value in rail.items():
+            if _has_line_break(value):
+                found.append("%s.%s: a label value must not hold a line break" % (where, key))
+    found += target_label_problems(settings.get("health_target_labels"))
+    webhook = settings.get("health_alertmanager_webhook_url") or ""
+    if not isinstance(webhook, str) or webhook and not re.match(r"^https?://[^\s]+$", webhook):
+        found.append("health_alertmanager_webhook_url: %r is not an http(s) URL" % (webhook,))
+    priority = settings.get("health_roce_ecn_priority")
+    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 7):
+        found.append("health_roce_ecn_priority: %r is not a priority (0 to 7, or null for no ECN check)" % (priority,))
+    found += monitoring_problems(settings)
+    return found
+
+
+def target_label_problems(labels, name="health_target_labels"):
+    """What is wrong with a host's scrape-target labels: each must be a Prometheus label name (and not one the
+    health series carry themselves) with a value on one line."""
+    if labels in (None, ""):
+        return []
+    if not isinstance(labels, dict):
+        return ["%s must be a mapping of label names to values" % name]
+    found = []
+    for key, value in labels.items():
+        if _has_line_break(value) or _has_line_break(key):
+            found.append("%s.%s: a target label must not hold a line break" % (name, key))
+        elif not re.match(r"^[a-zA-Z_][a-zA-Z0-9_]*$", str(key)) or str(key).startswith("__"):
+            found.append("%s.%s: not a Prometheus label name" % (name, key))
+        elif key in RESERVED_TARGET_LABELS:
+            found.append("%s.%s: the health series carry this label themselves (reserved: %s)"
+                         % (name, key, ", ".join(sorted(RESERVED_TARGET_LABELS))))
+        elif not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            found.append("%s.%s: %r is not a text or a number" % (name, key, value))
+    return found
+
+
+def monitoring_problems(settings):
+    """What is wrong with the monitoring side's variables (playbooks/monitoring.yml), each naming its variable."""
+    found = []
+    directory = settings.get("health_monitoring_dir")
+    if not isinstance(directory, str) or not directory.startswith("/") or _has_line_break(directory):
+        found.append("health_monitoring_dir: %r is not an absolute directory path" % (directory,))
+    for name in ("health_monitoring_scrape_interval", "health_monitoring_evaluation_interval"):
+        value = settings.get(name)
+        try:
+            seconds = health_rules.duration_seconds(value)
+        except ValueError as exc:
+            found.append("%s: %s" % (name, exc))
+            continue
+        if not 1 <= seconds <= 3600:
+            found.append("%s: %s is out of range (1s to 1h)" % (name, value))
+    return found
+
+
+def expected_state(host, rails, interval, command_interval, textfile, bonds=(), uplinks=(), ipsec=(), pcie=()):
+    """The expected-state document gpufabric-health reads (health_sample.SCHEMA_VERSION)."""
+    return {
+        "version": 1,
+        "host": host,
+        "interval": interval,
+        "command_interval": command_interval,
+        "textfile": textfile,
+        "rails": [dict(rail) for rail in rails],
+        "pcie": [dict(item) for item in pcie],
+        "bonds": [{"bond": bond["name"], "members": list(bond.get("members") or [])} for bond in bonds],
+        "bgp_peers": [{"peer": uplink.get("peer") or uplink["interface"], "interface": uplink["interface"],
+                       "leaf": uplink.get("leaf")} for uplink in uplinks],
+        "bfd_peers": [{"peer": uplink.get("peer") or uplink["interface"], "interface": uplink["interface"],
+                       "leaf": uplink.get("leaf")} for uplink in uplinks if uplink.get("bfd", True)],
+        "ipsec": [{"peer": item["peer"], "ike": item["ike"], "child": item["child"]}
+                  for item in ipsec if not item.get("absent")],
+    }
+
+
+def listen_address(name, resolve=socket.getaddrinfo):
+    """The address node_exporter listens on, asked on the host itself: name when it is an IP address of this host,
+    else the first address name resolves to that is one of this host's (the inventory's ansible_host is often a DNS
+    name of the management interface). ValueError, naming what was tried, when none is."""
+    if _is_ip(name):
+        candidates = [name]
+    else:
+        try:
+            candidates = list(dict.fromkeys(info[4][0] for info in resolve(name, None, 0, socket.SOCK_STREAM)))
+        except (OSError, UnicodeError) as exc:
+            raise ValueError("health_listen_address: %r does not resolve on this host (%s)" % (name, exc))
+    for address in candidates:
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        try:
+            # Binding succeeds only for an address configured on this host: node_exporter would fail on any other.
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.bind((address, 0))
+        except OSError:
+            continue
+        return address
+    raise ValueError("health_listen_address: %r (%s) is not an address of this host"
+                     % (name, ", ".join(candidates) or "no address"))
+
+
+def ipsec_expected(host, members, gateways=(), revoked=(), prefix=swanctl_mesh.CONNECTION_PREFIX):
+    """The CHILD SAs the ipsec role's mesh gives this host (peer, ike, child), from the inventory alone: every
+    other member of the mesh group and every gateway, less the revoked hosts; [] when the host is no member.
+    The connection names are swanctl_mesh's."""
+    if host not in (members or []):
+        return []
+    peers = sorted(set(members) - {host}) + [gateway for gateway in gateways or [] if gateway not in members]
+    return [{"peer": peer, "ike": swanctl_mesh.connection_name(prefix, peer),
+             "child": swanctl_mesh.connection_name(prefix, peer)}
+            for peer in peers if peer not in set(revoked or [])]
+
+
+def _pci_address(value):
+    """sysfs spells a PCI address 0000:18:00.0 (lower case, 4-digit domain); nvidia-smi 00000000:18:00.0."""
+    match = re.match(r"^(?:([0-9A-Fa-f]{4,8}):)?([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])$", str(value or ""))
+    if not match:
+        return None
+    return "%04x:%s:%s.%s" % (int(match.group(1) or "0", 16), match.group(2).lower(), match.group(3).lower(),
+                              match.group(4))
+
+
+def pcie_from_topology(topology):
+    """The PCIe links to watch, from gpufabric_topology: every GPU and every RDMA NIC with its address, each with
+    the rail it serves (topology's rails: GPU i and its nearest NIC)."""
+    topology = topology or {}
+    rails = topology.get("rails") or []
+    by_gpu = {rail.get("gpu"): "rail%s" % rail.get("rail") for rail in rails if rail.get("gpu")}
+    by_nic = {rail.get("device"): "rail%s" % rail.get("rail") for rail in rails if rail.get("device")}
+    links = []
+    for gpu in (topology.get("gpus") or {}).get("devices") or []:
+        address = _pci_address(gpu.get("pci_bus_id"))
+        if address:
+            links.append({"pci": address, "device": gpu.get("name"), "kind": "gpu", "rail": by_gpu.get(gpu.get("name"))})
+    for nic in (topology.get("rdma") or {}).get("devices") or []:
+        address = _pci_address(nic.get("pci_address"))
+        if address:
+            links.append({"pci": address, "device": nic.get("name"), "kind": "nic", "rail": by_nic.get(nic.get("name"))})
+    return links
+
+
+def with_roce_expectations(rails, ecn_priority):
+    """RoCE rails (Ethernet link layer on an RDMA device) expected with ECN on at ecn_priority (None: not
+    checked); a rail that names its own roce settings keeps them."""
+    out = []
+    for rail in rails:
+        rail = dict(rail)
+        if ecn_priority is not None and rail.get("device") and rail.get("link_layer") == "Ethernet" \
+                and "roce" not in rail:
+            rail["roce"] = {"ecn_priority": ecn_priority}
+        out.append(rail)
+    return out
+
+
+def rails_from_fabric_map(fabric_map, host):
+    """The host's rails as the fabric map saw them at deployment, with what each is expected to reach: the leaf the
+    rail's peers reach (its plurality) and, for a rail that reached it, the port it was cabled to."""
+    entry = ((fabric_map or {}).get("hosts") or {}).get(host) or {}
+    rails = []
+    for rail in entry.get("rails") or []:
+        aligned = rail.get("aligned") is not False
+        rails.append({
+            "rail": "rail%s" % rail.get("rail"),
+            "netdev": rail.get("netdev"),
+            "device": rail.get("device"),
+            "port": rail.get("port"),
+            "link_layer": rail.get("link_layer"),
+            "expected_rate_gbps": rail.get("rate_gbps") if rail.get("up") is not False else None,
+            "leaf": rail.get("expected_switch") or rail.get("switch"),
+            "leaf_port": rail.get("switch_port") if aligned else None,
+        })
+    return rails
+
+
+def node_exporter_args(listen_address, port, textfile_dir, ethtool, web_config_file):
+    """The ARGS line of Debian's /etc/default/prometheus-node-exporter."""
+    args = ["--web.listen-address=%s:%d" % (("[%s]" % listen_address) if ":" in (listen_address or "") else
+                                            (listen_address or ""), port),
+            "--collector.textfile.directory=%s" % textfile_dir]
+    if ethtool:
+        args.append("--collector.ethtool")
+    if web_config_file:
+        args.append("--web.config.file=%s" % web_config_file)
+    return 'ARGS="%s"\n' % " ".join(args)
+
+
+def web_config_text(tls_cert_file, tls_key_file, basic_auth_users):
+    """node_exporter's web configuration (TLS and basic auth); None when neither is asked for."""
+    config = {}
+    if tls_cert_file:
+        config["tls_server_config"] = {"cert_file": tls_cert_file, "key_file": tls_key_file}
+    if basic_auth_users:
+        config["basic_auth_users"] = dict(sorted(basic_auth_users.items()))
+    return json.dumps(config, indent=2, sort_keys=True) + "\n" if config else None
+
+
+def bin_text(lib_dir):
+    return ("#!/usr/bin/python3\n# %s\n# gpufabric-health: run | once EXPECTED_STATE\nimport sys\n\n"
+            "sys.path.insert(0, \"%s\")\n\nfrom gpufabric_health.__main__ import main  # noqa: E402\n\n"
+            "sys.exit(main())\n") % (MANAGED, lib_dir)
+
+
+def unit_text(bin_path, state_file, interval):
+    return """# {managed}
+[Unit]
+Description=gpufabric.core fabric health sampler (expected against actual, for node_exporter's textfile collector)
+After=network-online.target lldpd.service frr.service strongswan.service
+Wants=network-online.target
+
+[Service]
+Type=notify
+NotifyAccess=main
+ExecStart={bin} run {state}
+Restart=always
+RestartSec=2
+WatchdogSec={watchdog}
+SyslogIdentifier=gpufabric-health
+Nice=10
+NoNewPrivileges=yes
+ProtectHome=yes
+PrivateTmp=yes
+
+[Install]
+WantedBy=multi-user.target
+""".format(managed=MANAGED, bin=bin_path, state=state_file, watchdog=max(30, int(interval) * 6))
+
+
+def desired_files(params):
+    """file_transaction entries in install order: the package (collection module_utils under
+    ansible_collections/gpufabric/core/plugins/module_utils, the program under gpufabric_health), the command, the
+    expected state, node_exporter's files, the unit last."""
+    lib = params["lib_dir"]
+    files = []
+    tree = "ansible_collections/gpufabric/core/plugins/module_utils"
+    parts = tree.split("/")
+    for depth in range(1, len(parts) + 1):
+        files.append({"path": "%s/%s/__init__.py" % (lib, "/".join(parts[:depth])), "content": "", "mode": 0o644})
+    for name in sorted(params["module_utils"]):
+        files.append({"path": "%s/%s/%s" % (lib, tree, name), "content": params["module_utils"][name], "mode": 0o644})
+    for name in sorted(params["package"]):
+        files.append({"path": "%s/%s/%s" % (lib, PACKAGE, name), "content": params["package"][name], "mode": 0o644})
+    files.append({"path": params["bin_path"], "content": bin_text(lib), "mode": 0o755})
+    files.append({"path": params["state_file"], "mode": 0o644,
+                  "content": json.dumps(params["expected_state"], indent=1, sort_keys=True) + "\n"})
+    web = web_config_text(params.get("tls_cert_file"), params.get("tls_key_file"), params.get("basic_auth_users"))
+    files.append({"path": params["web_config_file"], "content": web, "mode": 0o640, "secret": True})
+    files.append({"path": params["node_exporter_defaults_file"], "mode": 0o644,
+                  "content": "# %s\n" % MANAGED + node_exporter_args(
+                      params["listen_address"], params["port"], params["textfile_dir"], params["ethtool"],
+                      params["web_config_file"] if web else None)})
+    files.append({"path": params["unit_file"], "mode": 0o644,
+                  "content": unit_text(params["bin_path"], params["state_file"], params["expected_state"]["interval"])})
+    return files
+
+
+def directories(params):
+    lib = params["lib_dir"]
+    tree = "ansible_collections/gpufabric/core/plugins/module_utils"
+    parts = tree.split("/")
+    found = [(lib, 0o755)] + [("%s/%s" % (lib, "/".join(parts[:depth])), 0o755) for depth in range(1, len(parts) + 1)]
+    return found + [("%s/%s" % (lib, PACKAGE), 0o755), (params["textfile_dir"], 0o755)]

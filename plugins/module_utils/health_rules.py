@@ -1,0 +1,243 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.core contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The controller side of the health checks: Prometheus file_sd targets, recording and alerting rules, and the
+Alertmanager route and inhibitions, from the inventory and the fabric map. Pure functions returning data; the
+playbook writes them (YAML) where the user's Prometheus and Alertmanager read them.
+
+Every alert carries the labels of the contract with the remediation loop (docs/alerts.md): alertname
+Gpufabric<What>, gpufabric_scope node|leaf|rail, gpufabric_remediation drain|report|none, severity
+page|warning|info, and the series' own host, rail, netdev, device, port, leaf, leaf_port; annotations summary,
+expected and actual.
+
+Hysteresis, in DEFAULT_THRESHOLDS (each overridable through health_thresholds), for the default intervals: the
+sampler every 5 s, Prometheus scraping and evaluating every 10 s (the generated prometheus.yml):
+- a port down for port_down_for (10 s): seen down by two evaluations in a row, so that a carrier blip shorter than
+  one evaluation does not page, while a link that is really down pages in 20-35 s (sample, scrape and evaluation
+  delays added; benchmarks/bench_health.py measures it), within the 30 s target for its median;
+- a port that changed state flap_changes (4) times within flap_window (5m): "fails twice within 5 minutes" is two
+  downs and two ups, a flap that pages even though each down healed before port_down_for;
+- more than one lost carrier in 6 hours (carrier changes > 2 in 6h: a second down within 6 h) is a warning;
+- the leaf alert (the same rail down on leaf_min_hosts (2) or more hosts and at least half of the hosts behind one
+  leaf) waits leaf_down_for (0s): it fires at the first evaluation that sees the ports down, one evaluation before
+  the node alerts it inhibits, so that Alertmanager holds those back before it sends them;
+- a bond member out of LACP sync waits bond_for (10 s), as a port does: a lost partner is a lost link;
+- BGP and BFD wait routing_for (30 s): BFD itself detects in under a second, a session that does not come back in
+  30 s is not a restart;
+- cabling, PCIe, rate and QoS alerts wait 1-5 minutes: they do not heal by themselves and a renegotiation takes
+  seconds; "cannot see" waits cannot_see_for (2m).
+"""
+
+from __future__ import annotations
+
+import re
+
+RULES_GROUP = "gpufabric"
+_DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)$")
+
+DEFAULT_THRESHOLDS = {
+    "port_down_for": "10s",
+    "leaf_down_for": "0s",
+    "leaf_min_hosts": 2,
+    "leaf_min_ratio": 0.5,
+    "flap_changes": 4,
+    "flap_window": "5m",
+    "carrier_lost_changes_6h": 2,
+    "rate_low_for": "2m",
+    "cabling_for": "1m",
+    "pcie_for": "5m",
+    "bond_for": "10s",
+    "routing_for": "30s",
+    "ipsec_for": "1m",
+    "qos_for": "5m",
+    "pause_frames_per_second": 1000,
+    "cannot_see_for": "2m",
+    "stale_after_seconds": 60,
+}
+
+_NODE_LABELS = "host, rail, netdev, device, port, leaf, leaf_port"
+
+
+def duration_seconds(text):
+    """'30s' -> 30.0, '5m' -> 300.0; ValueError for anything else."""
+    match = _DURATION.match(str(text))
+    if not match:
+        raise ValueError("%r is not a duration such as 30s, 5m or 1h" % (text,))
+    number = int(match.group(1))
+    return number * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+
+
+def _alert(name, expr, duration, scope, remediation, severity, summary, expected, actual):
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": duration,
+        "labels": {"gpufabric_scope": scope, "gpufabric_remediation": remediation, "severity": severity},
+        "annotations": {"summary": summary, "expected": expected, "actual": actual},
+    }
+
+
+def rule_groups(thresholds=None, evaluation_interval=None):
+    """The rule file's groups: recording rules (leaf and rail roll-ups) and every alert."""
+    t = dict(DEFAULT_THRESHOLDS, **(thresholds or {}))
+    where = ("{{ $labels.host }} {{ $labels.rail }} ({{ $labels.netdev }}"
+             "{{ if $labels.device }}, {{ $labels.device }} port {{ $labels.port }}{{ end }}), "
+             "cabled to {{ $labels.leaf }} port {{ $labels.leaf_port }}")
+    recording = [
+        {"record": "gpufabric:leaf_rail_ports:count", "expr": "count by (leaf, rail) (gpufabric_port_up{leaf!=\"\"})"},
+        {"record": "gpufabric:leaf_rail_ports_down:count",
+         "expr": "count by (leaf, rail) (gpufabric_port_up{leaf!=\"\"} == 0)"},
+        {"record": "gpufabric:leaf_rail_ports_down:ratio",
+         "expr": "gpufabric:leaf_rail_ports_down:count / gpufabric:leaf_rail_ports:count"},
+        {"record": "gpufabric:rail_ports_down:count", "expr": "count by (rail) (gpufabric_port_up == 0)"},
+        {"record": "gpufabric:leaf_down",
+         "expr": "gpufabric:leaf_rail_ports_down:count >= %d and gpufabric:leaf_rail_ports_down:ratio >= %s"
+                 % (t["leaf_min_hosts"], t["leaf_min_ratio"])},
+    ]
+    alerts = [
+        _alert("GpufabricPortDown", "gpufabric_port_up == 0", t["port_down_for"], "node", "drain", "page",
+               "%s is down" % where, "port up", "port down for over %s" % t["port_down_for"]),
+        _alert("GpufabricPortFlapping",
+               "increase(gpufabric_port_state_changes_total[%s]) >= %d" % (t["flap_window"], t["flap_changes"]),
+               "0s", "node", "drain", "page", "%s fails repeatedly" % where,
+               "a stable link", "{{ $value | printf \"%%.0f\" }} state changes within %s" % t["flap_window"]),
+        _alert("GpufabricPortCarrierLost",
+               "increase(gpufabric_port_state_changes_total[6h]) > %d" % t["carrier_lost_changes_6h"], "0s",
+               "node", "drain", "warning", "%s lost its carrier more than once in 6 hours" % where,
+               "at most one lost carrier in 6 hours", "{{ $value | printf \"%.0f\" }} state changes in 6 hours"),
+        _alert("GpufabricPortRateLow",
+               "gpufabric_port_rate_bytes_per_second < on (%s) gpufabric_port_expected_rate_bytes_per_second"
+               % _NODE_LABELS.replace(" ", ""), t["rate_low_for"], "node", "drain", "warning",
+               "%s runs below its expected rate" % where,
+               "{{ with printf \"gpufabric_port_expected_rate_bytes_per_second{host='%s',rail='%s'}\" "
+               "$labels.host $labels.rail | query }}{{ . | first | value | humanize }}B/s{{ end }}",
+               "{{ $value | humanize }}B/s"),
+        _alert("GpufabricPcieLinkDegraded",
+               "gpufabric_pcie_link_width < on (host, pci, device, kind, rail) gpufabric_pcie_link_expected_width "
+               "or gpufabric_pcie_link_speed_transfers_per_second < on (host, pci, device, kind, rail) "
+               "gpufabric_pcie_link_expected_speed_transfers_per_second",
+               t["pcie_for"], "node", "drain", "warning",
+               "{{ $labels.host }} {{ $labels.kind }} {{ $labels.device }} ({{ $labels.pci }}) trained its PCIe link below what it and its slot can do",
+               "the lower of the device's and its upstream port's maximum width and speed",
+               "{{ $value }} ({{ $labels.__name__ }})"),
+        _alert("GpufabricCablingMismatch", "gpufabric_lldp_neighbour_ok == 0", t["cabling_for"], "node", "drain",
+               "warning", "%s reaches {{ $labels.seen_leaf }} port {{ $labels.seen_port }} instead" % where,
+               "{{ $labels.leaf }} port {{ $labels.leaf_port }}",
+               "{{ $labels.seen_leaf }} port {{ $labels.seen_port }}"),
+        _alert("GpufabricBondPartnerLost", "gpufabric_bond_member_in_sync == 0", t["bond_for"], "node", "drain",
+               "warning", "{{ $labels.host }} bond {{ $labels.bond }} member {{ $labels.netdev }} has no LACP partner in sync",
+               "member in the active aggregator, in sync, collecting and distributing", "not in sync"),
+        _alert("GpufabricBgpPeerDown", "gpufabric_bgp_peer_established == 0", t["routing_for"], "node", "drain",
+               "warning", "{{ $labels.host }} BGP session with {{ $labels.leaf }} ({{ $labels.peer }}) is not Established",
+               "Established", "not Established"),
+        _alert("GpufabricBfdPeerDown", "gpufabric_bfd_peer_up == 0", t["routing_for"], "node", "drain", "warning",
+               "{{ $labels.host }} BFD session with {{ $labels.leaf }} ({{ $labels.peer }} on {{ $labels.netdev }}) is down",
+               "up", "down"),
+        _alert("GpufabricIpsecSaMissing", "gpufabric_ipsec_child_sa_installed == 0", t["ipsec_for"], "node", "drain",
+               "warning", "{{ $labels.host }} has no installed IPsec CHILD SA {{ $labels.child }} with {{ $labels.peer }}",
+               "CHILD SA installed", "missing"),
+        _alert("GpufabricRoceEcnOff", "gpufabric_roce_ecn_enabled == 0", t["qos_for"], "node", "drain", "warning",
+               "%s has ECN off at the {{ $labels.point }} point of priority {{ $labels.priority }}" % where,
+               "ECN on", "ECN off"),
+        _alert("GpufabricPauseStorm",
+               "rate(gpufabric_roce_pause_frames_total[2m]) > %s" % t["pause_frames_per_second"], "2m", "node", "none",
+               "warning", "%s {{ $labels.direction }} {{ $labels.priority }} pause frames at {{ $value | humanize }}/s" % where,
+               "under %s pause frames/s" % t["pause_frames_per_second"], "{{ $value | humanize }}/s"),
+        _alert("GpufabricCoolingFailsafe", "gpufabric_cooling_failsafe == 1", "1m", "node", "none", "warning",
+               "{{ $labels.host }} fan group {{ $labels.group }} is in fail-safe (full duty or BMC control)",
+               "fans on their curve", "fail-safe"),
+        _alert("GpufabricCannotSee",
+               "gpufabric_health_source_up == 0 or (time() - gpufabric_health_sample_timestamp_seconds) > %d"
+               % t["stale_after_seconds"], t["cannot_see_for"], "node", "none", "info",
+               "{{ $labels.host }}: gpufabric-health cannot see {{ with $labels.source }}{{ . }}{{ else }}anything (no fresh sample){{ end }}",
+               "every source readable, a sample every interval", "unreadable or stale"),
+        _alert("GpufabricLeafDown", "gpufabric:leaf_down", t["leaf_down_for"], "leaf", "report", "page",
+               "{{ $labels.rail }} is down on {{ $value }} hosts behind leaf {{ $labels.leaf }}",
+               "the leaf's ports up", "{{ $value }} hosts' ports down"),
+        _alert("GpufabricRailDown", "count by (rail) (gpufabric:leaf_down) >= 2", t["leaf_down_for"], "rail",
+               "report", "page", "{{ $labels.rail }} is down behind {{ $value }} leaves", "the rail up",
+               "down behind {{ $value }} leaves"),
+    ]
+    # One group: its rules run in order at one evaluation, so the alerts read this evaluation's roll-ups (two groups
+    # run at their own offsets, and the leaf alert could lag the node alerts it must inhibit).
+    groups = [{"name": RULES_GROUP, "rules": recording + alerts}]
+    if evaluation_interval:
+        for group in groups:
+            group["interval"] = evaluation_interval
+    return {"groups": groups}
+
+
+def alert_names(groups):
+    return [rule["alert"] for group in groups["groups"] for rule in group["rules"] if "alert" in rule]
+
+
+def alertmanager_config(webhook_url=None, receiver_default="gpufabric-default", group_wait="10s",
+                        group_interval="1m", repeat_interval="4h"):
+    """An Alertmanager configuration: drain/report alerts to the remediation webhook (payload version 4,
+    send_resolved), every alert grouped by alertname and scope; the leaf alert inhibits the node alerts behind its
+    leaf, the rail alert the leaf and node alerts of its rail."""
+    receivers = [{"name": receiver_default}]
+    routes = []
+    if webhook_url:
+        receivers.append({"name": "gpufabric-remediation",
+                          "webhook_configs": [{"url": webhook_url, "send_resolved": True}]})
+        routes.append({"receiver": "gpufabric-remediation",
+                       "matchers": ['gpufabric_remediation=~"drain|report"'], "continue": True})
+    return {
+        "route": {"receiver": receiver_default, "group_by": ["alertname", "gpufabric_scope", "leaf", "rail", "host"],
+                  "group_wait": group_wait, "group_interval": group_interval, "repeat_interval": repeat_interval,
+                  "routes": routes},
+        "inhibit_rules": [
+            {"source_matchers": ['alertname="GpufabricLeafDown"'], "target_matchers": ['gpufabric_scope="node"'],
+             "equal": ["leaf", "rail"]},
+            {"source_matchers": ['alertname="GpufabricRailDown"'],
+             "target_matchers": ['gpufabric_scope=~"node|leaf"'], "equal": ["rail"]},
+        ],
+        "receivers": receivers,
+    }
+
+
+def target_address(address, port):
+    """host:port as Prometheus writes a target ([v6]:port for an IPv6 address)."""
+    address = str(address)
+    return "[%s]:%d" % (address, int(port)) if ":" in address else "%s:%d" % (address, int(port))
+
+
+def file_sd_targets(targets):
+    """file_sd target groups, one per host (sorted by name): its address:port and the labels host plus the
+    inventory's health_target_labels of that host (group, rack, ...). targets: dicts name, address, port, labels."""
+    out = []
+    for target in sorted(targets, key=lambda item: item["name"]):
+        labels = {str(key): str(value) for key, value in sorted((target.get("labels") or {}).items())}
+        labels["host"] = target["name"]
+        out.append({"targets": [target_address(target["address"], target["port"])], "labels": labels})
+    return out
+
+
+def prometheus_config(rule_files, targets_file, alertmanagers, scrape_interval="10s", evaluation_interval="10s",
+                      job="gpufabric"):
+    """A whole prometheus.yml for a Prometheus this collection runs (the lab's monitoring node): one job scraping
+    the file_sd targets, the rule files, and the Alertmanagers (host:port). Users who bring their own Prometheus
+    add the job and the rule files to theirs instead (docs/alerts.md)."""
+    return {
+        "global": {"scrape_interval": scrape_interval, "evaluation_interval": evaluation_interval},
+        "rule_files": list(rule_files),
+        "alerting": {"alertmanagers": [{"static_configs": [{"targets": list(alertmanagers)}]}]},
+        # honor_labels: the sampler's series name their host as the target does; without it Prometheus renames
+        # theirs exported_host and every alert carries both.
+        "scrape_configs": [{"job_name": job, "honor_labels": True, "file_sd_configs": [{"files": [targets_file]}]}],
+    }
+
+
+def monitoring_config(targets, thresholds=None, webhook_url=None, scrape_interval="10s", evaluation_interval="10s",
+                      rules_file="gpufabric.rules.yml", targets_file="gpufabric_targets.json",
+                      alertmanagers=("localhost:9093",), group_wait="10s"):
+    """Everything the monitoring side needs, as data: file_sd targets, the rule file, an Alertmanager configuration
+    and a whole prometheus.yml (used only where this collection runs Prometheus)."""
+    return {
+        "targets": file_sd_targets(targets),
+        "rules": rule_groups(thresholds, evaluation_interval or None),
+        "alertmanager": alertmanager_config(webhook_url or None, group_wait=group_wait),
+        "prometheus": prometheus_config([rules_file], targets_file, alertmanagers, scrape_interval,
+                                        evaluation_interval or "10s"),
+    }

@@ -1,0 +1,20 @@
+"""Lay a sysfs capture (tests/fixtures/sysfs/*.tsv: path, tab, content or '-> symlink target') out as a real tree."""
+
+import os
+
+from fixture_data import read_fixture
+
+
+def materialize(relpath, root):
+    """Write the capture under root (a pathlib.Path) as files and symlinks; returns root."""
+    for line in read_fixture(relpath).splitlines():
+        if not line.strip():
+            continue
+        path, content = line.split("\t", 1)
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if content.startswith("-> "):
+            os.symlink(content[3:], target)
+        else:
+            target.write_text(content.replace("\\n", "\n") + "\n")
+    return root

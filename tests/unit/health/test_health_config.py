@@ -1,0 +1,144 @@
+"""The health role's rules (health_problems) and its desired-state module on a real file system: the four-step
+idempotence check of community.crypto (check, apply, check, apply), the installed sampler run once against its
+own expected state."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpufabric.core.plugins.module_utils import health_config as hc
+
+ROOT = Path(__file__).resolve().parents[3]
+BIN = Path(sys.executable).parent
+DEFAULTS = yaml.safe_load((ROOT / "roles" / "health" / "defaults" / "main.yml").read_text())
+GOOD = dict(DEFAULTS, health_listen_address="10.0.0.11")
+
+
+def test_the_role_defaults_have_no_problem_once_the_listen_address_is_rendered():
+    assert hc.problems(dict(DEFAULTS, health_listen_address="gpu-a01.mgmt.example.com")) == []
+
+
+def test_good_settings_have_no_problem():
+    assert hc.problems(GOOD) == []
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"health_interval": 0}, "health_interval"),
+    ({"health_thresholds": {"port_down_for": "30"}}, "health_thresholds.port_down_for"),
+    ({"health_thresholds": {"leaf_min_ratio": 1.5}}, "health_thresholds.leaf_min_ratio"),
+    ({"health_thresholds": {"no_such": 1}}, "health_thresholds.no_such"),
+    ({"health_rails": [{"rail": "rail0", "expected_rate_gbps": 4000}]}, "health_rails[0].expected_rate_gbps"),
+    ({"health_rails": [{"rail": "rail0\nfake", "netdev": "eth1"}]}, "health_rails[0].rail"),
+    ({"health_target_labels": {"rack": "r1\nr2"}}, "health_target_labels.rack"),
+    ({"health_listen_address": ""}, "health_listen_address"),
+    ({"health_listen_address": "gpu a01"}, "health_listen_address"),
+    ({"health_listen_address": "10.0.0.1\n"}, "health_listen_address"),
+    ({"health_alertmanager_webhook_url": "ftp://x"}, "health_alertmanager_webhook_url"),
+    ({"health_target_labels": {"leaf": "leaf-a"}}, "health_target_labels.leaf"),
+    ({"health_target_labels": {"rack-1": "r1"}}, "health_target_labels.rack-1"),
+    ({"health_roce_ecn_priority": 8}, "health_roce_ecn_priority"),
+    ({"health_monitoring_dir": "prometheus/rules"}, "health_monitoring_dir"),
+    ({"health_monitoring_scrape_interval": "0s"}, "health_monitoring_scrape_interval"),
+    ({"health_monitoring_evaluation_interval": "fast"}, "health_monitoring_evaluation_interval"),
+    ({"health_node_exporter_port": 70000}, "health_node_exporter_port"),
+])
+def test_bad_settings_are_named(change, named):
+    found = hc.problems(dict(GOOD, **change))
+    assert len(found) == 1 and found[0].startswith(named + ":"), found
+
+
+def test_the_listen_address_is_one_of_the_hosts_own():
+    assert hc.listen_address("127.0.0.1") == "127.0.0.1"
+    assert hc.listen_address("localhost") in ("127.0.0.1", "::1")
+    # 192.0.2.0/24 is TEST-NET-1: never an address of this machine.
+    with pytest.raises(ValueError, match="health_listen_address: '192.0.2.7' .* is not an address of this host"):
+        hc.listen_address("192.0.2.7")
+    with pytest.raises(ValueError, match="resolves to|does not resolve|is not an address"):
+        hc.listen_address("no-such-host.invalid")
+    # A name whose first address is not local, its second is: the local one.
+    def resolve(name, *_args):
+        return [(0, 0, 0, "", ("192.0.2.7", 0)), (0, 0, 0, "", ("127.0.0.1", 0))]
+    assert hc.listen_address("mgmt.example", resolve=resolve) == "127.0.0.1"
+
+
+def test_ipsec_expectations_come_from_the_mesh_group_as_the_ipsec_role_names_them():
+    members = ["node1", "node2", "node3.lab"]
+    assert hc.ipsec_expected("node1", members, gateways=["gw1"], revoked=["node2"]) == [
+        {"peer": "node3.lab", "ike": "gf-node3_lab", "child": "gf-node3_lab"},
+        {"peer": "gw1", "ike": "gf-gw1", "child": "gf-gw1"}]
+    assert hc.ipsec_expected("storage1", members) == []
+    # The names are the ones the ipsec role's mesh gives its connections.
+    from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_mesh import build_mesh
+    nodes = [{"name": name, "address": "10.0.0.%d" % index, "id": name, "selectors": ["10.77.0.%d/32" % index]}
+             for index, name in enumerate(members, start=1)]
+    mesh = build_mesh("node1", nodes)
+    assert [(item["peer"], item["ike"], item["child"]) for item in mesh["expected"]] == [
+        (item["peer"], item["ike"], item["child"]) for item in hc.ipsec_expected("node1", members)]
+
+
+def test_pcie_links_and_roce_expectations_from_the_topology():
+    topology = {
+        "gpus": {"devices": [{"name": "GPU0", "pci_bus_id": "00000000:18:00.0"}, {"name": "GPU1", "pci_bus_id": None}]},
+        "rdma": {"devices": [{"name": "mlx5_0", "pci_address": "0000:19:00.0"}]},
+        "rails": [{"rail": 0, "gpu": "GPU0", "device": "mlx5_0"}],
+    }
+    assert hc.pcie_from_topology(topology) == [
+        {"pci": "0000:18:00.0", "device": "GPU0", "kind": "gpu", "rail": "rail0"},
+        {"pci": "0000:19:00.0", "device": "mlx5_0", "kind": "nic", "rail": "rail0"}]
+    assert hc.pcie_from_topology({}) == []
+    rails = [{"rail": "rail0", "device": "mlx5_0", "link_layer": "Ethernet", "netdev": "ens1f0"},
+             {"rail": "rail1", "device": "mlx5_1", "link_layer": "InfiniBand"},
+             {"rail": "rail2", "netdev": "eth2", "link_layer": "Ethernet"}]
+    assert [rail.get("roce") for rail in hc.with_roce_expectations(rails, 3)] == [{"ecn_priority": 3}, None, None]
+    assert [rail.get("roce") for rail in hc.with_roce_expectations(rails, None)] == [None, None, None]
+
+
+def _run(args, *options):
+    config = Path(tempfile.gettempdir()) / ("gpufabric-unit-ansible-%d.cfg" % os.getuid())
+    config.write_text("[defaults]\ninterpreter_python = %s\n" % sys.executable)
+    work = Path(tempfile.mkdtemp(prefix="gpufabric-health-config-"))
+    (work / "args.json").write_text(json.dumps(args))
+    (work / "play.yml").write_text(
+        "- hosts: localhost\n  connection: local\n  gather_facts: false\n  tasks:\n"
+        "    - gpufabric.core.health_config: \"{{ lookup('ansible.builtin.file', '%s') | from_json }}\"\n" % (work / "args.json"))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(config), ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
+               ANSIBLE_NOCOLOR="1", ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+               ANSIBLE_LOCALHOST_WARNING="0")
+    completed = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", str(work / "play.yml"), *options],
+                               env=env, cwd=str(ROOT), capture_output=True, text=True, timeout=180, check=False)
+    return json.loads(completed.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+def test_check_apply_check_apply_and_the_installed_sampler_runs(tmp_path):
+    import yaml
+    names = yaml.safe_load((ROOT / "roles" / "health" / "vars" / "main.yml").read_text())["__health_module_utils"]
+    module_utils = {name: (ROOT / "plugins" / "module_utils" / name).read_text() for name in names}
+    package = {name: (ROOT / "roles" / "health" / "files" / "gpufabric_health" / name).read_text()
+               for name in ("__init__.py", "__main__.py")}
+    textfile_dir = tmp_path / "textfile"
+    args = {"host": "node1", "rails": [{"rail": "rail0", "netdev": "lo", "link_layer": "Ethernet"}], "module_utils": module_utils, "package": package, "services": False,
+            "lib_dir": str(tmp_path / "lib"), "bin_path": str(tmp_path / "bin" / "gpufabric-health"),
+            "state_file": str(tmp_path / "etc" / "expected.json"), "unit_file": str(tmp_path / "unit" / "gpufabric-health.service"),
+            "textfile_dir": str(textfile_dir), "listen_address": "127.0.0.1",
+            "web_config_file": str(tmp_path / "etc" / "web.yml"), "node_exporter_defaults_file": str(tmp_path / "default" / "ne")}
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "unit").mkdir()
+    (tmp_path / "default").mkdir()
+    first = _run(args, "--check")
+    assert first["changed"] and not (tmp_path / "lib").exists()
+    applied = _run(args, "--diff")
+    assert applied["changed"], applied
+    assert "--web.listen-address=127.0.0.1:9100" in (tmp_path / "default" / "ne").read_text()
+    assert not (tmp_path / "etc" / "web.yml").exists()  # no TLS, no basic auth: no web config
+    assert not _run(args, "--check")["changed"]
+    assert not _run(args)["changed"]
+    # The installed layout imports and samples: the loopback device as a rail.
+    out = subprocess.run([sys.executable, str(tmp_path / "bin" / "gpufabric-health"), "once", args["state_file"]],
+                         capture_output=True, text=True, check=True, env={"PATH": os.environ["PATH"]}).stdout
+    assert 'gpufabric_port_up{host="node1",rail="rail0",netdev="lo"' in out

@@ -1,0 +1,201 @@
+"""The health rules as code: promtool check rules, and promtool test rules with input series for every alert:
+it fires with the contract's labels, a shorter fault does not fire, and it resolves. The Alertmanager config is
+checked by amtool. (Inhibition is Alertmanager's, not the rules': test_health_alertmanager.py runs a real one.)"""
+
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from ansible_collections.gpufabric.core.plugins.module_utils import health_rules as hr
+
+pytestmark = pytest.mark.skipif(shutil.which("promtool") is None,
+                                reason="promtool (Debian package prometheus, scripts/setup.sh) is not installed")
+
+NODE = {"host": "node1", "rail": "rail0", "netdev": "eth1", "device": "", "port": "", "leaf": "leaf-a", "leaf_port": "swp1"}
+
+
+def series(name, labels, values):
+    return {"series": "%s{%s}" % (name, ",".join('%s="%s"' % item for item in labels.items())), "values": values}
+
+
+def node_alert(name, labels, scope="node", remediation="drain", severity="warning"):
+    return dict(labels, alertname=name, gpufabric_scope=scope, gpufabric_remediation=remediation, severity=severity)
+
+
+def fired(name, at, labels, annotations=None):
+    alert = {"exp_labels": {key: value for key, value in labels.items() if value != ""}}  # "" is no label
+    if annotations is not None:
+        alert["exp_annotations"] = annotations
+    return {"eval_time": at, "alertname": name, "exp_alerts": [alert]}
+
+
+def silent(name, at):
+    return {"eval_time": at, "alertname": name, "exp_alerts": []}
+
+
+# (alert name, input series, [alert tests]); one sample every 10 s and an evaluation every 10 s, as the generated
+# prometheus.yml scrapes and evaluates by default.
+CASES = {
+    "port down 40 s pages, a 10 s blip does not, and it resolves": (
+        [series("gpufabric_port_up", NODE, "1 0 0 0 0 1 1 1 1 1"),
+         series("gpufabric_port_up", dict(NODE, host="node2"), "1 0 1 1 1 1 1 1 1 1")],
+        [silent("GpufabricPortDown", "10s"),
+         fired("GpufabricPortDown", "20s", node_alert("GpufabricPortDown", NODE, severity="page")),
+         fired("GpufabricPortDown", "40s", node_alert("GpufabricPortDown", NODE, severity="page")),
+         silent("GpufabricPortDown", "1m")]),
+    "two fails within 5 minutes pages as a flap": (
+        [series("gpufabric_port_state_changes_total", NODE, "0 0 1 2 3 4 4 4")],
+        [silent("GpufabricPortFlapping", "30s"),
+         fired("GpufabricPortFlapping", "1m", node_alert("GpufabricPortFlapping", NODE, severity="page"))]),
+    "more than one lost carrier in 6 hours warns": (
+        [series("gpufabric_port_state_changes_total", NODE, "0x20 2x20 4x20")],
+        [silent("GpufabricPortCarrierLost", "5m"),
+         fired("GpufabricPortCarrierLost", "8m", node_alert("GpufabricPortCarrierLost", NODE))]),
+    "a port at half its expected rate": (
+        [series("gpufabric_port_rate_bytes_per_second", NODE, "25e9x14 50e9x4"),
+         series("gpufabric_port_expected_rate_bytes_per_second", NODE, "50e9x18")],
+        [silent("GpufabricPortRateLow", "1m"),
+         fired("GpufabricPortRateLow", "2m10s", node_alert("GpufabricPortRateLow", NODE)),
+         silent("GpufabricPortRateLow", "2m50s")]),
+    "a GPU trained at x8 where x16 is expected": (
+        [series("gpufabric_pcie_link_width", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "8x40"),
+         series("gpufabric_pcie_link_expected_width", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "16x40"),
+         series("gpufabric_pcie_link_speed_transfers_per_second", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "32e9x40"),
+         series("gpufabric_pcie_link_expected_speed_transfers_per_second", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "32e9x40")],
+        [silent("GpufabricPcieLinkDegraded", "4m"),
+         fired("GpufabricPcieLinkDegraded", "6m", node_alert("GpufabricPcieLinkDegraded", {
+             "host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}))]),
+    "two cables swapped": (
+        [series("gpufabric_lldp_neighbour_ok", dict(NODE, seen_leaf="leaf-b", seen_port="swp1"), "0x8 stale"),
+         series("gpufabric_lldp_neighbour_ok", dict(NODE, seen_leaf="leaf-a", seen_port="swp1"), "_x8 1x4")],
+        [silent("GpufabricCablingMismatch", "50s"),
+         fired("GpufabricCablingMismatch", "1m10s", node_alert("GpufabricCablingMismatch", dict(NODE, seen_leaf="leaf-b", seen_port="swp1"))),
+         silent("GpufabricCablingMismatch", "2m")]),
+    "a bond member without its LACP partner": (
+        [series("gpufabric_bond_member_in_sync", {"host": "node1", "bond": "bond0", "netdev": "ens4"}, "1 0 0 0 0 1")],
+        [silent("GpufabricBondPartnerLost", "10s"),
+         fired("GpufabricBondPartnerLost", "30s", node_alert("GpufabricBondPartnerLost", {"host": "node1", "bond": "bond0", "netdev": "ens4"})),
+         silent("GpufabricBondPartnerLost", "1m")]),
+    "a leaf's BGP and BFD sessions down": (
+        [series("gpufabric_bgp_peer_established", {"host": "node1", "peer": "eth1", "leaf": "leaf2", "netdev": "eth1"}, "0x6"),
+         series("gpufabric_bfd_peer_up", {"host": "node1", "peer": "eth1", "leaf": "leaf2", "netdev": "eth1"}, "0x6")],
+        [fired("GpufabricBgpPeerDown", "1m", node_alert("GpufabricBgpPeerDown", {"host": "node1", "peer": "eth1", "leaf": "leaf2", "netdev": "eth1"})),
+         fired("GpufabricBfdPeerDown", "1m", node_alert("GpufabricBfdPeerDown", {"host": "node1", "peer": "eth1", "leaf": "leaf2", "netdev": "eth1"}))]),
+    "a CHILD SA deleted, then re-established": (
+        [series("gpufabric_ipsec_child_sa_installed", {"host": "node1", "peer": "node2", "child": "gf-node2"}, "0x8 1x4")],
+        [silent("GpufabricIpsecSaMissing", "50s"),
+         fired("GpufabricIpsecSaMissing", "1m10s", node_alert("GpufabricIpsecSaMissing", {"host": "node1", "peer": "node2", "child": "gf-node2"})),
+         silent("GpufabricIpsecSaMissing", "2m")]),
+    "ECN off on the RoCE priority": (
+        [series("gpufabric_roce_ecn_enabled", dict(NODE, priority="3", point="np"), "0x40")],
+        [fired("GpufabricRoceEcnOff", "6m", node_alert("GpufabricRoceEcnOff", dict(NODE, priority="3", point="np")))]),
+    "a pause storm is reported, never drained": (
+        [series("gpufabric_roce_pause_frames_total", dict(NODE, direction="rx", priority="3"), "0+30000x30")],
+        [fired("GpufabricPauseStorm", "5m", node_alert("GpufabricPauseStorm", dict(NODE, direction="rx", priority="3"), remediation="none"))]),
+    "the cooling controller in fail-safe": (
+        [series("gpufabric_cooling_failsafe", {"host": "node1", "group": "chassis"}, "1x10")],
+        [fired("GpufabricCoolingFailsafe", "1m30s", node_alert("GpufabricCoolingFailsafe", {"host": "node1", "group": "chassis"}, remediation="none"))]),
+    "cannot see is informational": (
+        [series("gpufabric_health_source_up", {"host": "node1", "source": "lldp"}, "0x16")],
+        [fired("GpufabricCannotSee", "2m30s", node_alert("GpufabricCannotSee", {"host": "node1", "source": "lldp"}, remediation="none", severity="info"))]),
+    "one leaf down: one leaf alert, one evaluation before the node alerts it inhibits": (
+        [series("gpufabric_port_up", dict(NODE, host="node%d" % index), "1 0 0 0 0 0 0") for index in (1, 2, 3)]
+        + [series("gpufabric_port_up", dict(NODE, host="node4", leaf="leaf-b"), "1x6")],
+        [silent("GpufabricLeafDown", "0s"),
+         fired("GpufabricLeafDown", "10s", {"alertname": "GpufabricLeafDown", "leaf": "leaf-a", "rail": "rail0",
+                                            "gpufabric_scope": "leaf", "gpufabric_remediation": "report", "severity": "page"}),
+         silent("GpufabricPortDown", "10s"),
+         fired("GpufabricLeafDown", "45s", {"alertname": "GpufabricLeafDown", "leaf": "leaf-a", "rail": "rail0",
+                                            "gpufabric_scope": "leaf", "gpufabric_remediation": "report", "severity": "page"}),
+         silent("GpufabricRailDown", "1m")]),
+    "one host down is no leaf alert": (
+        [series("gpufabric_port_up", dict(NODE, host="node%d" % index), "1 0 0 0 0 0 0" if index == 1 else "1x6") for index in (1, 2, 3)],
+        [silent("GpufabricLeafDown", "1m30s")]),
+    "a rail down behind two leaves": (
+        [series("gpufabric_port_up", dict(NODE, host="node%d" % index, leaf=leaf), "0x6")
+         for index, leaf in ((1, "leaf-a"), (2, "leaf-a"), (3, "leaf-c"), (4, "leaf-c"))],
+        [fired("GpufabricRailDown", "45s", {"alertname": "GpufabricRailDown", "rail": "rail0", "gpufabric_scope": "rail",
+                                            "gpufabric_remediation": "report", "severity": "page"})]),
+}
+
+
+ANNOTATED = {
+    "port down names host, rail, interface, leaf and port": (
+        CASES["port down 40 s pages, a 10 s blip does not, and it resolves"][0],
+        [fired("GpufabricPortDown", "30s", node_alert("GpufabricPortDown", NODE, severity="page"), {
+            "summary": "node1 rail0 (eth1), cabled to leaf-a port swp1 is down", "expected": "port up",
+            "actual": "port down for over 10s"})]),
+    "cabling names what was expected and what is seen": (
+        CASES["two cables swapped"][0],
+        [fired("GpufabricCablingMismatch", "1m10s", node_alert("GpufabricCablingMismatch", dict(NODE, seen_leaf="leaf-b", seen_port="swp1")), {
+            "summary": "node1 rail0 (eth1), cabled to leaf-a port swp1 reaches leaf-b port swp1 instead",
+            "expected": "leaf-a port swp1", "actual": "leaf-b port swp1"})]),
+}
+
+
+@pytest.fixture(scope="module")
+def rule_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("rules") / "gpufabric.rules.yml"
+    path.write_text(yaml.safe_dump(hr.rule_groups(), sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def rule_file_labels_only(tmp_path_factory):
+    """The same rules without annotations: the cases check every label exactly, ANNOTATED checks the texts."""
+    groups = hr.rule_groups()
+    for group in groups["groups"]:
+        for rule in group["rules"]:
+            rule.pop("annotations", None)
+    path = tmp_path_factory.mktemp("rules") / "gpufabric.labels.rules.yml"
+    path.write_text(yaml.safe_dump(groups, sort_keys=False))
+    return path
+
+
+def promtool(*args):
+    return subprocess.run(["promtool", *args], capture_output=True, text=True, check=False)
+
+
+def test_promtool_check_rules(rule_file):
+    result = promtool("check", "rules", str(rule_file))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_alert_has_a_case():
+    tested = {test["alertname"] for _series, tests in CASES.values() for test in tests}
+    assert tested == set(hr.alert_names(hr.rule_groups()))
+
+
+def run_promtool_test(rule_file, input_series, tests, tmp_path):
+    spec = {"rule_files": [str(rule_file)], "evaluation_interval": "10s",
+            "tests": [{"interval": "10s", "input_series": input_series, "alert_rule_test": tests}]}
+    path = tmp_path / "test.yml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return promtool("test", "rules", str(path))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_promtool_test_rules(case, rule_file_labels_only, tmp_path):
+    result = run_promtool_test(rule_file_labels_only, *CASES[case], tmp_path)
+    assert result.returncode == 0, case + "\n" + result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("case", sorted(ANNOTATED))
+def test_promtool_test_rules_annotations(case, rule_file, tmp_path):
+    result = run_promtool_test(rule_file, *ANNOTATED[case], tmp_path)
+    assert result.returncode == 0, case + "\n" + result.stdout + result.stderr
+
+
+def test_amtool_accepts_the_alertmanager_config(tmp_path):
+    if shutil.which("amtool") is None:
+        pytest.skip("amtool (prometheus-alertmanager) is not installed")
+    path = tmp_path / "alertmanager.yml"
+    path.write_text(yaml.safe_dump(hr.alertmanager_config("http://127.0.0.1:5000/endpoint"), sort_keys=False))
+    result = subprocess.run(["amtool", "check-config", str(path)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    routes = subprocess.run(["amtool", "config", "routes", "test", "--config.file", str(path), "--verify.receivers",
+                             "gpufabric-remediation", "gpufabric_remediation=drain", "alertname=GpufabricPortDown"],
+                            capture_output=True, text=True, check=False)
+    assert routes.returncode == 0, routes.stdout + routes.stderr

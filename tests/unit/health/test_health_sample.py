@@ -1,0 +1,169 @@
+"""The sampler on real captures: a sysfs tree (procfs's mlx5_0 and PCI devices, a netdev laid out as the kernel
+does), /proc/net/bonding, and the lab's lldpctl, vtysh and swanctl outputs answering its commands (a fake only at
+the process boundary: which command ran, what it printed)."""
+
+import math
+
+import pytest
+from fixture_data import read_fixture
+from prometheus_client.parser import text_string_to_metric_families
+from sysfs_tree import materialize
+
+from ansible_collections.gpufabric.core.plugins.module_utils import health_sample
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def netdev(root, name, operstate, speed, carrier_changes):
+    base = root / "class" / "net" / name
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "operstate").write_text(operstate + "\n")
+    (base / "carrier").write_text(("1" if operstate == "up" else "0") + "\n")
+    (base / "speed").write_text("%d\n" % speed)
+    (base / "carrier_changes").write_text("%d\n" % carrier_changes)
+
+
+@pytest.fixture
+def host(tmp_path):
+    sys_root = tmp_path / "sys"
+    materialize("sysfs/procfs-mlx5_0-infiniband.tsv", sys_root)
+    materialize("sysfs/procfs-pci-links.tsv", sys_root)
+    netdev(sys_root, "eth1", "up", 10000, 2)
+    netdev(sys_root, "eth2", "up", 10000, 2)
+    bonding = tmp_path / "proc" / "net" / "bonding"
+    bonding.mkdir(parents=True)
+    (bonding / "bond0").write_text(read_fixture("bonding/cx6dx-2x100g-802.3ad-lacp-partner-ok.txt"))
+    outputs = {
+        ("lldpcli",): read_fixture("lldp/lab-json0-node1.txt"),
+        ("vtysh", "show bgp summary json"): read_fixture("frr/lab-bgp-summary-leaf2-cut.json"),
+        ("vtysh", "show bfd peers json"): read_fixture("frr/lab-bfd-peers-leaf2-cut.json"),
+        ("swanctl",): read_fixture("strongswan/lab-debian12-list-sas-node1-mixed-mesh.txt"),
+    }
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        key = (argv[0], argv[2]) if argv[0] == "vtysh" else (argv[0],)
+        if key not in outputs:
+            raise OSError(2, "No such file or directory: %r" % argv[0])
+        return 0, outputs[key]
+
+    return {"sys": str(sys_root), "proc": str(tmp_path / "proc"), "run": run, "calls": calls, "sys_root": sys_root}
+
+
+def expected_state(**extra):
+    state = {
+        "version": 1, "host": "node1", "command_interval": 10,
+        "rails": [
+            {"rail": "rail0", "netdev": "eth1", "link_layer": "Ethernet", "expected_rate_gbps": 10, "leaf": "leaf-a",
+             "leaf_port": "swp1"},
+            {"rail": "rail1", "netdev": "eth2", "link_layer": "Ethernet", "expected_rate_gbps": 10, "leaf": "leaf-b",
+             "leaf_port": "swp1"},
+            {"rail": "rail2", "device": "mlx5_0", "port": 1, "link_layer": "InfiniBand", "expected_rate_gbps": 100},
+        ],
+        "pcie": [{"device": "GPU0", "pci": "0000:01:00.0", "kind": "gpu", "rail": "rail0"}],
+    }
+    state.update(extra)
+    return state
+
+
+def families(text):
+    return {family.name: family for family in text_string_to_metric_families(text)}
+
+
+def values(family, **match):
+    return [(sample.labels, sample.value) for sample in family.samples
+            if all(sample.labels.get(key) == value for key, value in match.items())]
+
+
+def test_ports_rates_and_pcie_against_what_was_expected(host):
+    sampler = health_sample.Sampler(expected_state(), run=host["run"], clock=Clock(), sys_root=host["sys"], proc_root=host["proc"])
+    found = families(sampler.sample().render())
+    up = {sample.labels["rail"]: sample.value for sample in found["gpufabric_port_up"].samples}
+    assert up == {"rail0": 1.0, "rail1": 1.0, "rail2": 1.0}
+    rate = {s.labels["rail"]: s.value for s in found["gpufabric_port_rate_bytes_per_second"].samples}
+    expected = {s.labels["rail"]: s.value for s in found["gpufabric_port_expected_rate_bytes_per_second"].samples}
+    assert rate["rail2"] == 25e9 / 8 and expected["rail2"] == 100e9 / 8  # an EDR 1X link where 4X was expected
+    assert rate["rail0"] == expected["rail0"] == 10e9 / 8
+    [(labels, width)] = values(found["gpufabric_pcie_link_width"])
+    assert labels == {"host": "node1", "device": "GPU0", "pci": "0000:01:00.0", "kind": "gpu", "rail": "rail0"} and width == 4
+    assert values(found["gpufabric_pcie_link_expected_width"])[0][1] == 4
+    assert values(found["gpufabric_pcie_link_speed_transfers_per_second"])[0][1] == 8e9
+
+
+def test_a_port_going_down_counts_down_seconds_and_state_changes(host):
+    clock = Clock()
+    sampler = health_sample.Sampler(expected_state(), run=host["run"], clock=clock, sys_root=host["sys"], proc_root=host["proc"])
+    sampler.sample()
+    netdev(host["sys_root"], "eth1", "down", -1, 3)
+    clock.now += 5
+    sampler.sample()
+    clock.now += 5
+    found = families(sampler.sample().render())
+    assert values(found["gpufabric_port_up"], rail="rail0")[0][1] == 0.0
+    assert math.isnan(values(found["gpufabric_port_rate_bytes_per_second"], rail="rail0")[0][1])
+    assert values(found["gpufabric_port_down_seconds"], rail="rail0")[0][1] == 5.0
+    assert values(found["gpufabric_port_state_changes"], rail="rail0")[0][1] == 3.0  # the kernel's carrier_changes
+
+
+def test_cabling_against_the_lab_capture(host):
+    # The lab capture: node1's eth1 reaches leaf-a, eth2 leaf-b. Expect rail1 on leaf-a instead: a mismatch, named.
+    state = expected_state()
+    state["rails"][1]["leaf"] = "leaf-a"
+    sampler = health_sample.Sampler(state, run=host["run"], clock=Clock(), sys_root=host["sys"], proc_root=host["proc"])
+    found = families(sampler.sample().render())
+    [(labels0, ok0)] = values(found["gpufabric_lldp_neighbour_ok"], rail="rail0")
+    [(labels1, ok1)] = values(found["gpufabric_lldp_neighbour_ok"], rail="rail1")
+    assert ok0 == 1.0 and labels0["seen_leaf"] == "leaf-a"
+    assert ok1 == 0.0 and (labels1["leaf"], labels1["seen_leaf"]) == ("leaf-a", "leaf-b")
+
+
+def test_lldp_that_cannot_be_asked_is_unknown_not_miscabled(host):
+    sampler = health_sample.Sampler(expected_state(), run=lambda argv: (1, ""), clock=Clock(), sys_root=host["sys"], proc_root=host["proc"])
+    found = families(sampler.sample().render())
+    assert all(math.isnan(value) for _labels, value in values(found["gpufabric_lldp_neighbour_ok"]))
+    assert values(found["gpufabric_health_source_up"], source="lldp")[0][1] == 0.0
+
+
+def test_bond_bgp_bfd_and_ipsec_against_the_expected_peers(host):
+    state = expected_state(
+        bonds=[{"bond": "bond0", "members": ["enp1s0f0", "enp1s0f1", "missing0"]}],
+        bgp_peers=[{"peer": "10.240.201.2", "leaf": "leaf1"}, {"peer": "eth1", "interface": "eth1", "leaf": "leaf2"}],
+        bfd_peers=[{"peer": "10.240.201.2", "interface": "eth0", "leaf": "leaf1"}, {"peer": "eth1", "interface": "eth1", "leaf": "leaf2"}],
+        ipsec=[{"peer": "ipsec-node4", "ike": "gf-ipsec-node4", "child": "gf-ipsec-node4"},
+               {"peer": "ipsec-node9", "ike": "gf-ipsec-node9", "child": "gf-ipsec-node9"}],
+    )
+    sampler = health_sample.Sampler(state, run=host["run"], clock=Clock(), sys_root=host["sys"], proc_root=host["proc"])
+    found = families(sampler.sample().render())
+    bond = {s.labels["netdev"]: s.value for s in found["gpufabric_bond_member_in_sync"].samples}
+    assert bond["missing0"] == 0.0 and sum(bond.values()) == 2.0
+    bgp = {s.labels["leaf"]: s.value for s in found["gpufabric_bgp_peer_established"].samples}
+    bfd = {s.labels["leaf"]: s.value for s in found["gpufabric_bfd_peer_up"].samples}
+    assert bgp == {"leaf1": 1.0, "leaf2": 0.0} and bfd == {"leaf1": 1.0, "leaf2": 0.0}  # the capture: leaf2 cut
+    sas = {s.labels["peer"]: s.value for s in found["gpufabric_ipsec_child_sa_installed"].samples}
+    assert sas == {"ipsec-node4": 1.0, "ipsec-node9": 0.0}
+
+
+def test_commands_run_once_per_command_interval(host):
+    clock = Clock()
+    sampler = health_sample.Sampler(expected_state(ipsec=[{"peer": "p", "ike": "p", "child": "p"}]), run=host["run"],
+                                    clock=clock, sys_root=host["sys"], proc_root=host["proc"])
+    for _ in range(3):
+        sampler.sample()
+        clock.now += 3
+    assert [call[0] for call in host["calls"]] == ["lldpcli", "swanctl"]
+    clock.now += 10
+    sampler.sample()
+    assert len(host["calls"]) == 4
+
+
+def test_the_bond_members_in_sync_of_a_churned_capture():
+    bond = health_sample.bonding_parser.parse_bonding(read_fixture("bonding/magpie-802.3ad-churned-mixed-speed-misconfig.txt"))
+    verdicts = {slave["name"]: health_sample.member_in_sync(bond, slave["name"]) for slave in bond["slaves"]}
+    assert any(not ok for ok, _why in verdicts.values()), verdicts
