@@ -86,9 +86,9 @@ def wait_alert(prometheus, alertmanager, alertname, wanted, timeout, state="acti
     started = time.monotonic()
     wait_for("%s %s firing in Prometheus" % (alertname, wanted),
              lambda: firing_in_prometheus(prometheus, alertname, wanted), timeout)
-    found, _ = wait_for("%s %s %s in Alertmanager" % (alertname, wanted, state),
-                        lambda: in_alertmanager(alertmanager, alertname, wanted, state),
-                        max(5.0, timeout - (time.monotonic() - started)))
+    found, _waited = wait_for("%s %s %s in Alertmanager" % (alertname, wanted, state),
+                              lambda: in_alertmanager(alertmanager, alertname, wanted, state),
+                              max(5.0, timeout - (time.monotonic() - started)))
     return found, time.monotonic() - started
 
 

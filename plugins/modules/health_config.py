@@ -30,7 +30,8 @@ options:
     type: int
     default: 10
   rails:
-    description: The rails to watch (rail, netdev, device, port, link_layer, expected_rate_gbps, leaf, leaf_port); empty takes the host's rails from O(fabric_map).
+    description: The rails to watch (rail, netdev, device, port, link_layer, expected_rate_gbps, leaf, leaf_port); empty
+      takes the host's rails from O(fabric_map).
     type: list
     elements: dict
     default: []
@@ -139,8 +140,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Reports which files and services would change, with a diff, after validating them; writes nothing.
   diff_mode:
     support: full
+    description: Returns the before and after text of every changed file.
 author:
   - gpufabric.core contributors (@gpufabric)
 """

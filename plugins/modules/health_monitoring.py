@@ -38,8 +38,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Reports which rule, route and target files would change, with a diff, after validating them; writes nothing.
   diff_mode:
     support: full
+    description: Returns the before and after text of every changed file.
 author:
   - gpufabric.core contributors (@gpufabric)
 """

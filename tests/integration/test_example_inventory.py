@@ -112,7 +112,7 @@ BAD_INPUTS = {
     "target label with a newline": ({"health_target_labels": {"rack": "r01\nr02"}},
                                     "health_target_labels.rack: a target label must not hold a line break"),
     "listen address with a space": ({"health_listen_address": "gpu r01"},
-                                     "health_listen_address: 'gpu r01' is neither an IP address nor a host name"),
+                                    "health_listen_address: 'gpu r01' is neither an IP address nor a host name"),
     "routing asn out of range": ({"routing_asn": 4294967296, "routing_uplinks": [
         {"interface": "ens1", "peer": "10.0.0.1", "remote_asn": 65001}]}, "routing_asn: 4294967296 is outside 1-4294967295"),
     # Issue 40: hostile and careless values that passed before.

@@ -62,6 +62,7 @@ def test_the_listen_address_is_one_of_the_hosts_own():
     with pytest.raises(ValueError, match="resolves to|does not resolve|is not an address"):
         hc.listen_address("no-such-host.invalid")
     # A name whose first address is not local, its second is: the local one.
+
     def resolve(name, *_args):
         return [(0, 0, 0, "", ("192.0.2.7", 0)), (0, 0, 0, "", ("127.0.0.1", 0))]
     assert hc.listen_address("mgmt.example", resolve=resolve) == "127.0.0.1"
@@ -122,7 +123,8 @@ def test_check_apply_check_apply_and_the_installed_sampler_runs(tmp_path):
     package = {name: (ROOT / "roles" / "health" / "files" / "gpufabric_health" / name).read_text()
                for name in ("__init__.py", "__main__.py")}
     textfile_dir = tmp_path / "textfile"
-    args = {"host": "node1", "rails": [{"rail": "rail0", "netdev": "lo", "link_layer": "Ethernet"}], "module_utils": module_utils, "package": package, "services": False,
+    args = {"host": "node1", "rails": [{"rail": "rail0", "netdev": "lo", "link_layer": "Ethernet"}],
+            "module_utils": module_utils, "package": package, "services": False,
             "lib_dir": str(tmp_path / "lib"), "bin_path": str(tmp_path / "bin" / "gpufabric-health"),
             "state_file": str(tmp_path / "etc" / "expected.json"), "unit_file": str(tmp_path / "unit" / "gpufabric-health.service"),
             "textfile_dir": str(textfile_dir), "listen_address": "127.0.0.1",

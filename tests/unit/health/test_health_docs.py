@@ -15,8 +15,7 @@ def test_every_series_has_its_line():
 
 
 def test_every_alert_has_its_line_with_its_labels():
-    rows = {name: labels for name, labels in
-            re.findall(r"^\| `(Gpufabric[A-Za-z]+)` \| ([a-z]+, [a-z]+, [a-z]+) \|", DOC, re.M)}
+    rows = dict(re.findall(r"^\| `(Gpufabric[A-Za-z]+)` \| ([a-z]+, [a-z]+, [a-z]+) \|", DOC, re.M))
     rules = [rule for group in health_rules.rule_groups()["groups"] for rule in group["rules"] if "alert" in rule]
     assert rows == {rule["alert"]: "%(gpufabric_scope)s, %(gpufabric_remediation)s, %(severity)s" % rule["labels"]
                     for rule in rules}

@@ -14,6 +14,8 @@ pytestmark = pytest.mark.skipif(shutil.which("promtool") is None,
                                 reason="promtool (Debian package prometheus, scripts/setup.sh) is not installed")
 
 NODE = {"host": "node1", "rail": "rail0", "netdev": "eth1", "device": "", "port": "", "leaf": "leaf-a", "leaf_port": "swp1"}
+# The PCIe link labels of a GPU the sampler exports (health_sample).
+GPU0_LINK = {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}
 
 
 def series(name, labels, values):
@@ -60,10 +62,10 @@ CASES = {
          fired("GpufabricPortRateLow", "2m10s", node_alert("GpufabricPortRateLow", NODE)),
          silent("GpufabricPortRateLow", "2m50s")]),
     "a GPU trained at x8 where x16 is expected": (
-        [series("gpufabric_pcie_link_width", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "8x40"),
-         series("gpufabric_pcie_link_expected_width", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "16x40"),
-         series("gpufabric_pcie_link_speed_transfers_per_second", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "32e9x40"),
-         series("gpufabric_pcie_link_expected_speed_transfers_per_second", {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}, "32e9x40")],
+        [series("gpufabric_pcie_link_width", GPU0_LINK, "8x40"),
+         series("gpufabric_pcie_link_expected_width", GPU0_LINK, "16x40"),
+         series("gpufabric_pcie_link_speed_transfers_per_second", GPU0_LINK, "32e9x40"),
+         series("gpufabric_pcie_link_expected_speed_transfers_per_second", GPU0_LINK, "32e9x40")],
         [silent("GpufabricPcieLinkDegraded", "4m"),
          fired("GpufabricPcieLinkDegraded", "6m", node_alert("GpufabricPcieLinkDegraded", {
              "host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}))]),

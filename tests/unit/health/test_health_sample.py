@@ -154,7 +154,7 @@ def test_commands_run_once_per_command_interval(host):
     clock = Clock()
     sampler = health_sample.Sampler(expected_state(ipsec=[{"peer": "p", "ike": "p", "child": "p"}]), run=host["run"],
                                     clock=clock, sys_root=host["sys"], proc_root=host["proc"])
-    for _ in range(3):
+    for _sample in range(3):
         sampler.sample()
         clock.now += 3
     assert [call[0] for call in host["calls"]] == ["lldpcli", "swanctl"]

@@ -52,8 +52,8 @@ def load(path):
     with open(path, encoding="utf-8") as handle:
         expected = json.load(handle)
     if expected.get("version") != health_sample.SCHEMA_VERSION:
-        raise ValueError("%s: schema version %r, this program reads %d" % (path, expected.get("version"),
-                                                                          health_sample.SCHEMA_VERSION))
+        raise ValueError("%s: schema version %r, this program reads %d"
+                         % (path, expected.get("version"), health_sample.SCHEMA_VERSION))
     return expected
 
 
