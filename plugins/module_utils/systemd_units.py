@@ -6,11 +6,32 @@
 run is a function from an argv list to (rc, stdout, stderr), as AnsibleModule.run_command. In check mode nothing is
 run but the queries, and the actions that would be taken are returned. The one way the collection asks systemd:
 shared by the modules that own units (ipsec_config, bond_config, cooling_config, rdma_config, frr_config) and by
-the host programs (the bonding role's gpufabric-bonding-activate installs this file unchanged beside its own code).
+the host programs (the bonding role's gpufabric-bonding-activate installs this file unchanged beside its own code;
+the cooling controller and gpufabric-health tell systemd how they are through sd_notify).
 Standard library only, no imports from the collection.
 """
 
 from __future__ import annotations
+
+import os
+import socket
+
+
+def sd_notify(message):
+    """Send a Type=notify service's state to systemd (READY=1, WATCHDOG=1, STATUS=...); nothing outside systemd (no
+    NOTIFY_SOCKET). Returns why it could not be sent, else None: a watchdog ping never raises in the loop it
+    keeps alive."""
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return None
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+            sock.sendto(message.encode(), address)
+    except OSError as exc:
+        return "cannot notify systemd: %s" % exc
+    return None
 
 
 class UnitError(Exception):

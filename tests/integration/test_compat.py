@@ -38,6 +38,11 @@ def test_sanity_and_unit_tests_pass_on_ansible_core(line):
     rc, out = run_logged("compat-%s" % line, [str(COMPAT), line], timeout=1500)
     assert rc == 0, tail(out, 60)
     assert "compat: ansible-core %s." % line in out and " passed in " in out
+    # The unit tests that exercise ansible-core run on the oldest line and on every line newer than .venv's
+    # (scripts/compat.sh UNIT_LINES); the lines between run sanity.
+    own = ".".join(ansible.release.__version__.split(".")[:2])
+    if line == min(LINES, key=_minor) or _minor(line) > _minor(own):
+        assert "unit tests that exercise ansible-core" in out and re.search(r"^\d+ passed", out, re.M), tail(out, 30)
 
 
 CONVERGE_LAB = "gpufabric-compat-controller"

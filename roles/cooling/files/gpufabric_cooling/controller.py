@@ -19,10 +19,10 @@ import json
 import logging
 import os
 import shutil
-import socket
 import subprocess
 import time
 
+from . import systemd_units
 from .backends import BackendError, Ipmitool, IpmiRawFan, Redfish, RedfishFan, Sensors, build_fan
 from .cooling_curve import FULL_DUTY, GroupOutput, ZoneController
 from .cooling_sensors import (
@@ -43,17 +43,9 @@ _BACKEND_ORDER = {"hwmon": 0, "redfish": 1, "ipmi_raw": 2}
 
 
 def sd_notify(message):
-    """Tell systemd (Type=notify, WatchdogSec) how we are; a no-op outside systemd."""
-    address = os.environ.get("NOTIFY_SOCKET")
-    if not address:
-        return
-    if address.startswith("@"):
-        address = "\0" + address[1:]
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
-            sock.sendto(message.encode(), address)
-    except OSError as exc:
-        LOG.warning("cannot notify systemd: %s", exc)
+    problem = systemd_units.sd_notify(message)
+    if problem:
+        LOG.warning("%s", problem)
 
 
 def _atomic_write(path, text, mode=0o644):

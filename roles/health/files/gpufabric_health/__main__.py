@@ -15,12 +15,11 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_sample, prometheus_text
+from ansible_collections.gpufabric.core.plugins.module_utils import health_sample, prometheus_text, systemd_units
 
 LOG = logging.getLogger("gpufabric-health")
 COMMAND_TIMEOUT_S = 10
@@ -36,16 +35,9 @@ def run_command(argv):
 
 
 def sd_notify(message):
-    address = os.environ.get("NOTIFY_SOCKET")
-    if not address:
-        return
-    if address.startswith("@"):
-        address = "\0" + address[1:]
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
-            sock.sendto(message.encode(), address)
-    except OSError as exc:
-        LOG.warning("cannot notify systemd: %s", exc)
+    problem = systemd_units.sd_notify(message)
+    if problem:
+        LOG.warning("%s", problem)
 
 
 def load(path):

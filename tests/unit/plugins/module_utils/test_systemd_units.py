@@ -6,6 +6,9 @@ scenarios drive the same code against the containers' real systemd)."""
 
 from __future__ import annotations
 
+import os
+import socket
+
 import pytest
 
 from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
@@ -104,3 +107,26 @@ def test_a_transient_unit_runs_the_command_past_the_caller_and_a_refusal_names_t
     # Whatever systemd-run prints on stderr reaches the message, stripped, after the unit's name.
     with pytest.raises(su.UnitError, match=r"^systemd-run --unit gpufabric-bond-apply.service failed: refused$"):
         su.run_transient(lambda argv: run(argv, 1, "refused\n"), "gpufabric-bond-apply.service", ["x"], "apply")
+
+
+def test_sd_notify_sends_one_datagram_to_a_path_and_to_an_abstract_socket(tmp_path, monkeypatch):
+    """The host programs' READY/WATCHDOG notifications, received on real AF_UNIX datagram sockets as systemd's."""
+    path = str(tmp_path / "notify")
+    abstract = "gpufabric-test-%d" % os.getpid()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as by_path, \
+            socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as by_name:
+        by_path.bind(path)
+        by_name.bind("\0" + abstract)
+        monkeypatch.setenv("NOTIFY_SOCKET", path)
+        assert su.sd_notify("READY=1") is None
+        assert by_path.recv(64) == b"READY=1"
+        monkeypatch.setenv("NOTIFY_SOCKET", "@" + abstract)
+        assert su.sd_notify("WATCHDOG=1\nSTATUS=ok") is None
+        assert by_name.recv(64) == b"WATCHDOG=1\nSTATUS=ok"
+
+
+def test_sd_notify_is_nothing_outside_systemd_and_says_why_it_could_not_send(tmp_path, monkeypatch):
+    monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+    assert su.sd_notify("READY=1") is None
+    monkeypatch.setenv("NOTIFY_SOCKET", str(tmp_path / "gone"))
+    assert su.sd_notify("WATCHDOG=1").startswith("cannot notify systemd: ")
