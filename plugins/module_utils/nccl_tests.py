@@ -117,7 +117,8 @@ def parse_nccl_tests(text):
       avg_bus_bandwidth: "# Avg bus bandwidth" in GB/s, None when not printed.
       busbw_max: the highest busbw of any row, GB/s, None without rows.
       wrong: out-of-bounds values in total, from "# Out of bounds values" or else the sum
-        of the #wrong columns; None when neither was printed.
+        of the #wrong columns; None when neither was printed, and when the run checked no result
+        (``-c 0``: every #wrong cell N/A, and the "0 OK" summary counts over nothing).
       error: None, or why the run failed: the test's failure lines (CUDA/NCCL failures),
         out-of-bounds values reported as FAILED or counted in #wrong, a run that printed no
         results, or one that stopped before its "# Avg bus bandwidth" summary.
@@ -209,7 +210,10 @@ def parse_nccl_tests(text):
     busbws = [side["busbw"] for side in sides if side["busbw"] is not None]
     result["busbw_max"] = max(busbws) if busbws else None
     wrongs = [side["wrong"] for side in sides if side["wrong"] is not None]
-    if out_of_bounds is not None:
+    # nccl-tests -c 0 prints N/A in every #wrong cell and still "Out of bounds values : 0 OK": zero of nothing checked.
+    checked_nothing = (bool(sides) and not wrongs and table is not None
+                       and any(_GROUP_COLUMNS.get(column) == "wrong" for column in table.columns))
+    if out_of_bounds is not None and not (checked_nothing and out_of_bounds == 0):
         result["wrong"] = out_of_bounds
     elif wrongs:
         result["wrong"] = sum(wrongs)

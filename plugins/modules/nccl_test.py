@@ -176,7 +176,8 @@ avg_bus_bandwidth:
   type: float
   sample: 112.5
 wrong:
-  description: Wrong results (out-of-bounds values) counted by nccl-tests.
+  description: Wrong results (out-of-bounds values) counted by nccl-tests; null when the run checked no result
+    (C(-c 0), every C(#wrong) cell N/A).
   returned: always
   type: int
   sample: 0

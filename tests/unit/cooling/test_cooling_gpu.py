@@ -1,11 +1,12 @@
 """GPU power policy planning (persistence mode, power limit, application clocks) per GPU model.
 
-No GPU runs here and no real capture of this exact query exists in the fixture set, so the rows below follow
-nvidia-smi's documented csv,noheader,nounits format (values "Enabled"/"Disabled", watts and MHz as numbers,
-"[N/A]" where a GPU has no value); the CSV parser itself is tested on a real capture in test_cooling_sensors.py.
+No GPU runs here. The query is tested on a real capture of it from one H200 (tests/fixtures/nvidia_smi_query);
+the several-GPU rows below follow that capture's csv,noheader,nounits format (values "Enabled"/"Disabled", watts
+and MHz as numbers) with other models and values, and "[N/A]" where a GPU has no value.
 """
 
 import pytest
+from fixture_data import read_fixture
 
 from ansible_collections.gpufabric.core.plugins.module_utils.cooling_gpu import (
     QUERY_FIELDS,
@@ -29,6 +30,29 @@ def test_query_rows():
     assert len(rows) == 3 and set(rows[0]) == set(QUERY_FIELDS)
     assert rows[0]["persistence_mode"] == "Disabled" and rows[0]["power.limit"] == 700.0
     assert rows[2]["clocks.applications.memory"] is None
+
+
+H200_QUERY = "nvidia_smi_query/device-h200-vm-cooling-policy.txt"
+
+
+def test_query_of_a_real_h200():
+    assert parse_gpu_query(read_fixture(H200_QUERY)) == [{
+        "index": 0.0, "name": "NVIDIA H200", "pci.bus_id": "00000000:00:06.0", "persistence_mode": "Enabled",
+        "power.limit": 700.0, "power.min_limit": 200.0, "power.max_limit": 700.0,
+        "clocks.applications.memory": 3201.0, "clocks.applications.graphics": 1980.0,
+    }]
+
+
+def test_plan_on_a_real_h200():
+    rows = parse_gpu_query(read_fixture(H200_QUERY))
+    as_it_is = {"persistence_mode": True, "power_limit_watts": 700, "application_clocks": {"memory": 3201, "graphics": 1980}}
+    assert plan_gpu_policy(rows, {"NVIDIA H200": as_it_is}) == {"changes": [], "problems": [], "unmanaged": []}
+    plan = plan_gpu_policy(rows, {"NVIDIA H200": {"power_limit_watts": 600}})
+    assert [(c["before"], c["after"], c["args"]) for c in plan["changes"]] == [(700.0, 600.0, ["-i", "0", "-pl", "600"])]
+    assert plan_gpu_policy(rows, {"NVIDIA H200": {"power_limit_watts": 150}})["problems"] == [
+        "GPU 0 (NVIDIA H200): power_limit_watts 150 is outside the GPU's range 200-700 W"]
+    # Policies are keyed by the exact name nvidia-smi prints: an H100 policy leaves the H200 alone.
+    assert plan_gpu_policy(rows, {H100: as_it_is})["unmanaged"] == [{"index": 0, "model": "NVIDIA H200"}]
 
 
 def test_plan_changes_only_what_differs():

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from fixture_data import read_fixture
 
 from ansible_collections.gpufabric.core.plugins.module_utils.cooling_sensors import (
     SensorError,
@@ -149,6 +150,19 @@ def test_nvidia_smi_temperatures(cooling_fixture):
     assert parse_nvidia_smi_csv("0, [N/A]\n", ["index", "temperature.gpu"]) == [{"index": 0.0, "temperature.gpu": None}]
     with pytest.raises(ParseError, match="line 1 has 1 values for 2 fields"):
         parse_nvidia_smi_csv("No devices were found\n", ["index", "temperature.gpu"])
+
+
+def test_nvidia_smi_thermal_query_of_a_real_h200():
+    # One H200 (SXM, no fan of its own): fan.speed is [N/A], clock event reasons print as a hex mask and words.
+    fields = ["index", "temperature.gpu", "temperature.memory", "power.draw", "power.limit", "fan.speed",
+              "clocks_event_reasons.active", "clocks_event_reasons.sw_thermal_slowdown",
+              "clocks_event_reasons.hw_thermal_slowdown"]
+    rows = parse_nvidia_smi_csv(read_fixture("nvidia_smi_query/device-h200-vm-thermal.txt"), fields)
+    assert rows == [{
+        "index": 0.0, "temperature.gpu": 32.0, "temperature.memory": 32.0, "power.draw": 78.13, "power.limit": 700.0,
+        "fan.speed": None, "clocks_event_reasons.active": "0x0000000000000001",
+        "clocks_event_reasons.sw_thermal_slowdown": "Not Active", "clocks_event_reasons.hw_thermal_slowdown": "Not Active",
+    }]
 
 
 def test_hwmon_millidegrees():

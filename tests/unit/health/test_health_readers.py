@@ -1,7 +1,9 @@
 """The sampler's readers on real captures: procfs's sysfs trees (an mlx5 HCA, a PCI device behind a root port),
-lspci -vv of a downgraded root port, ethtool -S of an mlx5 NIC sending pause frames."""
+an H200's PCIe link captured on a GPU machine lent to the project, lspci -vv of a downgraded root port, ethtool -S
+of an mlx5 NIC sending pause frames."""
 
 import pytest
+import sysfs_tree
 from fixture_data import read_fixture
 from sysfs_tree import materialize
 
@@ -58,6 +60,26 @@ def test_a_device_on_a_root_bus_has_no_upstream_port(sys_root):
 def test_an_absent_pci_device_is_unknown(sys_root):
     link = hr.read_pcie_link(str(sys_root), "0000:ff:00.0")
     assert link["exists"] is False and link["expected_width"] is None
+
+
+def test_pcie_link_of_a_real_h200_on_a_vms_root_bus(tmp_path):
+    # scripts/gpu-capture.sh recorded the attributes of readlink -f /sys/bus/pci/devices/0000:00:06.0, so the
+    # kernel's link to that directory is known; the capture holds no symlink lines, so it is made here.
+    materialize("sysfs/device-h200-vm-gpu-pci-link.tsv", tmp_path)
+    (tmp_path / "bus" / "pci" / "devices").mkdir(parents=True)
+    (tmp_path / "bus" / "pci" / "devices" / "0000:00:06.0").symlink_to("../../../devices/pci0000:00/0000:00:06.0")
+    link = hr.read_pcie_link(str(tmp_path), "0000:00:06.0")
+    # Gen5 x16 trained at Gen5 x16; the parent is the root bus pci0000:00, no port, so expected is the GPU's own.
+    assert link == {"exists": True, "current_speed_gts": 32.0, "current_width": 16, "max_speed_gts": 32.0,
+                    "max_width": 16, "upstream": None, "expected_speed_gts": 32.0, "expected_width": 16}
+
+
+@pytest.mark.parametrize("line", ["/etc/x\t1", "devices/../../x\t1"])
+def test_a_capture_line_outside_sys_is_refused(tmp_path, monkeypatch, line):
+    monkeypatch.setattr(sysfs_tree, "read_fixture", lambda relpath: line + "\n")
+    with pytest.raises(ValueError, match="is not a path under /sys"):
+        materialize("sysfs/x.tsv", tmp_path)
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -20,6 +20,9 @@ RUNS_WITH_RESULTS = {
     "nccl_tests/deepops-dgx-roce-cx5-k8s-allreduce-old-format.txt": (7.76739, 29),
     "nccl_tests/moc-h100-roce-2node-allreduce.txt": (15.0418, 13),
     "nccl_debug/moc-h100-roce-4gpu-sendrecv-debug.txt": (5.80752, 13),
+    # One H200: nothing crosses a bus, so nccl-tests prints busbw 0 in every row and as the average.
+    "nccl_debug/device-h200-vm-1gpu-allreduce-nccl-debug-info.txt": (0.0, 13),
+    "nccl_tests/device-h200-vm-1gpu-allreduce-no-check.txt": (0.0, 25),
 }
 # nccl_debug excerpts that were cut before the results table.
 RUNS_CUT_BEFORE_RESULTS = [
@@ -35,7 +38,8 @@ def _parse(relpath):
 
 def test_fixture_lists_are_complete():
     listed = set(RUNS_WITH_RESULTS) | set(RUNS_CUT_BEFORE_RESULTS) | {
-        "nccl_tests/nccl-tests-338-ERROR-h20-vm-cuda-system-not-initialized.txt"
+        "nccl_tests/nccl-tests-338-ERROR-h20-vm-cuda-system-not-initialized.txt",
+        "nccl_debug/device-h200-vm-1gpu-allgather-nccl-debug-info.txt",  # all_gather: no redop, its own test below
     }
     on_disk = set("nccl_tests/" + name for name in fixture_names("nccl_tests"))
     on_disk |= set("nccl_debug/" + name for name in fixture_names("nccl_debug"))
@@ -49,7 +53,8 @@ def test_avg_bus_bandwidth_and_rows_of_each_run(relpath):
     assert result["avg_bus_bandwidth"] == average
     assert len(result["rows"]) == row_count
     assert result["error"] is None
-    assert result["wrong"] == 0
+    # -c 0 checks nothing: its "Out of bounds values : 0 OK" counts no result, so wrong is unknown, not 0.
+    assert result["wrong"] == (None if "no-check" in relpath else 0)
     sizes = [row["size_bytes"] for row in result["rows"]]
     assert sizes == sorted(sizes)
     for row in result["rows"]:
@@ -57,7 +62,9 @@ def test_avg_bus_bandwidth_and_rows_of_each_run(relpath):
         # count is elements of 4-byte floats.
         assert row["size_bytes"] == 4 * row["count"]
         for side in (row["out_of_place"], row["in_place"]):
-            assert side["time_us"] > 0 and side["busbw"] >= side["algbw"] >= 0
+            # busbw is algbw times 2(n-1)/n for all_reduce (1 for sendrecv): at least algbw across ranks, 0 on one.
+            factor_is_zero = len(result["ranks"]) == 1
+            assert side["time_us"] > 0 and (side["busbw"] == 0 if factor_is_zero else side["busbw"] >= side["algbw"] >= 0)
     assert result["busbw_max"] == max(
         side["busbw"] for row in result["rows"] for side in (row["out_of_place"], row["in_place"])
     )
@@ -171,6 +178,62 @@ def test_sendrecv_in_place_wrong_is_not_available():
         assert row["in_place"]["wrong"] is None  # printed as N/A
     assert result["rows"][0]["out_of_place"]["busbw"] == 5.59
     assert result["rows"][-1]["in_place"]["busbw"] == 5.86
+
+
+H200_RANK = {"rank": 0, "pid": None, "host": "vm", "device": 0, "bus_id": "0000:00:06", "model": "NVIDIA H200", "group": 0}
+
+
+def test_one_h200_allreduce_with_nccl_debug_info():
+    # nccl-tests 2.19.6 on NCCL 2.28.3, one H200 in a VM: NCCL's INFO lines (64 channels, a Trees line NCCL cut
+    # short, NET/IB finding no device) sit between the rank line and the table and are not rows.
+    result = _parse("nccl_debug/device-h200-vm-1gpu-allreduce-nccl-debug-info.txt")
+    assert result["test"] == "all_reduce_perf"
+    assert result["parameters"] == {
+        "n_threads": 1, "n_gpus": 1, "min_bytes": 8, "max_bytes": 268435456, "warmup_iters": 1, "iters": 20}
+    assert result["ranks"] == [dict(H200_RANK, pid=1976)]
+    # -b 8 -e 256M -f 4: 8 B times 4 up to 128 MiB, the next step (512 MiB) being past the end.
+    assert [row["size_bytes"] for row in result["rows"]] == [8 * 4 ** step for step in range(13)]
+    assert result["rows"][0] == {
+        "size_bytes": 8, "count": 2, "type": "float", "redop": "sum", "root": -1,
+        "out_of_place": {"time_us": 6.21, "algbw": 0.0, "busbw": 0.0, "wrong": 0, "max_error": None},
+        "in_place": {"time_us": 0.29, "algbw": 0.03, "busbw": 0.0, "wrong": 0, "max_error": None},
+    }
+    assert result["rows"][-1] == {
+        "size_bytes": 134217728, "count": 33554432, "type": "float", "redop": "sum", "root": -1,
+        "out_of_place": {"time_us": 66.58, "algbw": 2015.8, "busbw": 0.0, "wrong": 0, "max_error": None},
+        "in_place": {"time_us": 0.2, "algbw": 688120.0, "busbw": 0.0, "wrong": 0, "max_error": None},
+    }
+    # One rank: all_reduce's factor 2(n-1)/n is 0, so every busbw and "# Avg bus bandwidth : 0" are 0, not a fault.
+    assert (result["avg_bus_bandwidth"], result["busbw_max"], result["wrong"]) == (0.0, 0.0, 0)
+    assert result["error"] is None and result["errors"] == []
+
+
+def test_one_h200_allreduce_without_checking_has_no_wrong_count():
+    # -c 0 (validation: 0): every #wrong cell is N/A and the summary still says "Out of bounds values : 0 OK".
+    result = _parse("nccl_tests/device-h200-vm-1gpu-allreduce-no-check.txt")
+    assert result["parameters"] == {
+        "n_threads": 1, "n_gpus": 1, "min_bytes": 8, "max_bytes": 134217728, "warmup_iters": 1, "iters": 5}
+    assert result["ranks"] == [dict(H200_RANK, pid=2025)]
+    assert [row["size_bytes"] for row in result["rows"]] == [8 * 2 ** step for step in range(25)]
+    assert {side["wrong"] for row in result["rows"] for side in (row["out_of_place"], row["in_place"])} == {None}
+    assert result["wrong"] is None  # nothing was checked: unknown, not "0 wrong"
+    row_16m = next(row for row in result["rows"] if row["size_bytes"] == 16777216)
+    assert row_16m["out_of_place"] == {"time_us": 11.56, "algbw": 1451.8, "busbw": 0.0, "wrong": None, "max_error": None}
+    assert row_16m["in_place"] == {"time_us": 1.07, "algbw": 15750.0, "busbw": 0.0, "wrong": None, "max_error": None}
+    assert (result["avg_bus_bandwidth"], result["busbw_max"], result["error"], result["errors"]) == (0.0, 0.0, None, [])
+
+
+def test_one_h200_allgather_prints_a_large_bandwidth_in_exponent_form():
+    result = _parse("nccl_debug/device-h200-vm-1gpu-allgather-nccl-debug-info.txt")
+    assert result["test"] == "all_gather_perf"
+    assert (result["parameters"]["min_bytes"], result["parameters"]["max_bytes"]) == (1048576, 1073741824)
+    assert result["ranks"] == [dict(H200_RANK, pid=2014)]
+    assert [row["size_bytes"] for row in result["rows"]] == [1048576 * 4 ** step for step in range(6)]
+    assert {row["redop"] for row in result["rows"]} == {"none"}  # all_gather reduces nothing
+    # The 1 GiB in-place row's algbw is printed "1e+06", exponent form, where the other cells are fixed-point.
+    assert result["rows"][-1]["in_place"] == {"time_us": 0.91, "algbw": 1e6, "busbw": 0.0, "wrong": 0, "max_error": None}
+    assert result["rows"][-1]["out_of_place"]["algbw"] == 2109.8
+    assert (result["avg_bus_bandwidth"], result["wrong"], result["error"], result["errors"]) == (0.0, 0, None, [])
 
 
 def test_cuda_failure_run():

@@ -37,6 +37,14 @@ EXPECTED = {
     },
     # Grace-Blackwell: every NIC is SYS from every GPU (the GPU reaches the CPU over NVLink-C2C); NUMA Affinity
     # lists the CPU node first. Which NIC is near is topology's call, from the NICs' NUMA nodes in sysfs.
+    # One H200 in a VM, captured on a GPU machine lent to this project: no NIC, no peer, a 1x1 matrix.
+    "device-h200-vm-1gpu-no-nic.txt": {
+        "gpus": 1, "nics": [],
+        "nearest": {"GPU0": []},
+        "link": {"GPU0": None},
+        "cpu": {"GPU0": "0-15"}, "numa": {"GPU0": 0},
+        "nvlink": {"GPU0": {}}, "legend": True,
+    },
     "gb200-4gpu-8nic-numa-lists.txt": {
         "gpus": 4,
         "nics": [("NIC%d" % i, "mlx5_%d" % i) for i in range(8)],
@@ -190,6 +198,21 @@ def test_ansi_underlined_header_and_empty_tab_cell():
     assert parsed["matrix"]["GPU0"]["GPU1"] == "PIX"
     assert parsed["matrix"]["GPU0"]["GPU2"] == "PXB"
     assert parsed["gpus"][0]["gpu_numa_id"] is None
+
+
+def test_single_gpu_of_a_vm_underlined_header_and_gpu_numa_id_not_available():
+    # The device capture: ESC[4m...ESC[0m around the header, " X " on the diagonal, an empty cell (two TABs)
+    # before GPU NUMA ID "N/A" of an x86 GPU whose memory is no NUMA node of its own.
+    parsed = parse_nvidia_smi_topo(read_fixture(FOLDER + "/device-h200-vm-1gpu-no-nic.txt"))
+    assert parsed["gpus"] == [{"name": "GPU0", "index": 0, "cpu_affinity": "0-15", "numa_affinity": 0,
+                               "numa_affinity_nodes": [0], "gpu_numa_id": None}]
+    assert parsed["attribute_columns"] == ["CPU Affinity", "NUMA Affinity", "GPU NUMA ID"]
+    assert parsed["matrix"] == {"GPU0": {"GPU0": "X"}} and parsed["nics"] == [] and parsed["errors"] == []
+
+
+def test_query_gpu_csv_of_a_real_h200():
+    parsed = parse_nvidia_smi_query_gpu(read_fixture("nvidia_smi_query/device-h200-vm-index-name-bus-id.txt"))
+    assert parsed == [{"index": 0, "model": "NVIDIA H200", "pci_bus_id": "0000:00:06.0"}]
 
 
 def test_extra_trailing_column_and_other_order_are_read():

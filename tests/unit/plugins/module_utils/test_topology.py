@@ -9,10 +9,11 @@ import json
 import os
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
-from fixture_data import fixture_names, read_fixture
+from fixture_data import FIXTURES, fixture_names, read_fixture
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -395,6 +396,45 @@ def test_snapshot_of_real_captures(tmp_path):
     mlx4_1 = next(d for d in topology["rdma"]["devices"] if d["name"] == "mlx4_1")
     assert [p["active_mtu"] for p in mlx4_1["ports"]] == [4096, 4096]
     assert topology["gpus"]["devices"][0]["pci_bus_id"] is None  # no nvidia-smi-query-gpu.csv in this snapshot
+
+
+# A snapshot write_capture made on a live host with one H200 in a VM, and the facts build_topology returned there
+# (scripts/gpu-capture.sh; provenance in its README.md). Archived, as sysfs names hold colons.
+DEVICE_H200 = FIXTURES / "topology_snapshot" / "device-h200-vm"
+
+
+def _unpack_snapshot(archive_path, target):
+    """The archive's regular files under target, refusing any name that would land outside it."""
+    with tarfile.open(archive_path) as archive:
+        for member in archive.getmembers():
+            parts = member.name.split("/")
+            assert parts[0] == "snapshot" and ".." not in parts and (member.isfile() or member.isdir()), member.name
+            if member.isfile():
+                path = target.joinpath(*parts)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(archive.extractfile(member).read())
+    return target / "snapshot"
+
+
+def test_snapshot_made_on_a_real_h200_host_gives_the_facts_built_there(tmp_path):
+    snapshot = str(_unpack_snapshot(DEVICE_H200 / "snapshot.tar.gz", tmp_path))
+    sources = read_snapshot(snapshot)
+    offline = build_topology(sources, source="snapshot:" + snapshot)
+    on_host = json.loads((DEVICE_H200 / "topology.json").read_text(encoding="utf-8"))
+    # source differs by design: the host built its facts from live commands, this test from the snapshot.
+    assert (on_host["source"], offline["source"]) == ("live", "snapshot:" + snapshot)
+    assert {k: v for k, v in offline.items() if k != "source"} == {k: v for k, v in on_host.items() if k != "source"}
+    # What those facts say, from the real files: the VM gives the GPU's PCI function no NUMA node (-1), so the
+    # node is nvidia-smi's NUMA Affinity; GPU NUMA ID N/A means its memory is no node of its own.
+    assert sources["sysfs"]["bus/pci/devices/0000:00:06.0/numa_node"] == "-1"
+    assert offline["gpus"]["devices"] == [{
+        "index": 0, "name": "GPU0", "model": "NVIDIA H200", "pci_bus_id": "0000:00:06.0", "numa_node": 0,
+        "memory_numa_node": None, "cpu_affinity": "0-15", "nvlink_peers": [], "nearest_nics": [], "nearest_link": None,
+    }]
+    assert offline["rdma"] == {"available": False, "devices": [], "reason": "ibstat not found in PATH (install infiniband-diags)"}
+    eth0 = next(interface for interface in offline["interfaces"] if interface["name"] == "eth0")
+    assert (eth0["driver"], eth0["mtu"], eth0["operstate"], eth0["speed_mbps"]) == ("virtio_net", 1400, "up", None)
+    assert (offline["rails"], offline["rail_source"], offline["findings"]) == ([], "none", [])
 
 
 def test_snapshot_with_only_some_files_gives_what_they_allow(tmp_path):
