@@ -121,6 +121,9 @@ fi
 perf=$(command -v all_reduce_perf || timeout 30 find / -xdev -name all_reduce_perf -type f -perm -u+x 2>/dev/null | head -1)
 if [ -n "$perf" ]; then
     NCCL_DEBUG=INFO cap nccl-tests-all_reduce_perf-1gpu.txt 120 "$perf" -b 8 -e 256M -f 4 -g 1
+    # Without result checking (-c 0: every #wrong cell N/A), and all_gather up to 1 GiB (bandwidths in exponent form).
+    cap nccl-tests-all_reduce_perf-1gpu-nocheck.txt 60 "$perf" -b 8 -e 128M -f 2 -g 1 -c 0 -w 1 -n 5
+    NCCL_DEBUG=INFO cap nccl-tests-all_gather_perf-1gpu.txt 120 "$(dirname "$perf")/all_gather_perf" -b 1M -e 1G -f 4 -g 1
 else
     printf 'nccl-tests-all_reduce_perf-1gpu.txt\tall_reduce_perf (not found)\t127\t0ms\n' >>"$out/commands.tsv"
 fi
