@@ -1,14 +1,12 @@
-"""The remediation loop's two targets, measured in the Molecule scenario `remediation`'s lab: a rail cut on node1 ->
+"""The remediation loop's two targets, measured in the Molecule scenario `health`'s lab: a rail cut on node2 ->
 the node drained in Slurm (target: at most 60 s), the cable back -> the node in service again, re-verified (target:
 at most 3 min). Three runs, median and each run printed; a figure, not a test.
 
-What the clock covers: from the cable pulled (`ip link set eth2 down`) and its alert posted to Alertmanager, to
-`scontrol show node` showing the drain (Alertmanager's grouping and webhook, ansible-rulebook, the playbook, the
-lock, scontrol); from the cable back and the alert resolved, to the node IDLE (Alertmanager's group interval, the
-playbook, the action window of the lab - 20 s from the drain -, the verify role's sweep over the rail, the resume).
-The alert is posted when the cable is pulled, as the health rules' alert would fire once detected: the health
-rules' own detection time (their `for:` and the scrape and evaluation intervals) is theirs to measure and is not in
-these figures until the scenario runs them. The lab's intervals: Alertmanager group_wait 2 s, group_interval 5 s.
+What the clock covers: from the cable pulled (leaf-b's swp2 down) to `scontrol show node` showing the drain (the
+sampler, Prometheus's scrape and the health rules' `for:`, Alertmanager's grouping and webhook, ansible-rulebook, the
+playbook, the lock, scontrol); from the cable back to the node IDLE (the alert resolved, Alertmanager's group
+interval, the playbook, the action window of the lab - 20 s from the drain -, the verify role's sweep over the rail,
+the resume). The lab's intervals: molecule/health/molecule.yml.
     python3 benchmarks/bench_remediation.py     (scripts/bench.sh, `make bench`, runs it with the others)
 """
 
@@ -24,11 +22,11 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ["MOLECULE_EPHEMERAL_DIRECTORY"] = str(ROOT / ".cache" / "bench-remediation")
 os.environ["MOLECULE_INVENTORY_FILE"] = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "inventory",
                                                      "ansible_inventory.yml")
-sys.path.insert(0, str(ROOT / "molecule" / "remediation" / "tests"))
+sys.path.insert(0, str(ROOT / "molecule" / "health" / "tests"))
 
 import remediation_lab as lab  # noqa: E402  pylint: disable=wrong-import-position
 
-HOST, RAIL = "remediation-node1", "rail1"
+HOST, RAIL = "health-node2", "rail1"
 RUNS = 3
 PORT = 15380  # molecule.yml: remediation_webhook_port, where Alertmanager posts
 
@@ -42,16 +40,12 @@ def molecule(*args):
 
 def one_run(number):
     node = lab.NODES[HOST][0]
-    alert = lab.node_alert(HOST, RAIL)
-    starts = lab.now_rfc3339()
     started = time.monotonic()
     lab.cable(HOST, RAIL, up=False)
-    lab.fire([alert], starts)
     lab.poll("%s drained" % node, lambda: lab.nodes()[node]["drained"], 300, interval=0.5)
     drained = time.monotonic() - started
     started = time.monotonic()
     lab.cable(HOST, RAIL, up=True)
-    lab.resolve([alert], starts)
     lab.poll("%s back in service" % node, lambda: lab.nodes()[node]["state"] == "IDLE", 600, interval=0.5)
     back = time.monotonic() - started
     print("run %d: fault -> drained %.1f s, fault removed -> back in service %.1f s" % (number, drained, back),
@@ -65,7 +59,7 @@ def main():
     started = time.monotonic()
     book = None
     try:
-        molecule("converge", "-s", "remediation")
+        molecule("converge", "-s", "health")
         book = lab.Rulebook(PORT, str(lab.LAB / "rulebook-bench.log")).start()
         results = [one_run(number) for number in range(1, RUNS + 1)]
         drained = statistics.median(result[0] for result in results)
@@ -75,7 +69,7 @@ def main():
     finally:
         if book:
             book.stop()
-        molecule("destroy", "-s", "remediation")
+        molecule("destroy", "-s", "health")
         print("bench_remediation: %.0f s in all (the lab's set-up included)" % (time.monotonic() - started))
 
 

@@ -137,12 +137,13 @@ def set_link(container, interface, state):
 
 
 def plug(node, node_port, leaf, leaf_port, mtu=9000):
-    """A cable: a veth pair with one end in each container's network namespace, both ends up."""
+    """A cable: a veth pair with one end in each container's network namespace, both ends up, the leaf's end a
+    port of the leaf's bridge (molecule/health/prepare.yml)."""
     node_pid, leaf_pid = pid_of(node), pid_of(leaf)
     run(["ip", "link", "add", node_port, "netns", node_pid, "mtu", str(mtu), "type", "veth", "peer", "name",
          leaf_port, "netns", leaf_pid, "mtu", str(mtu)])
     run(["nsenter", "-t", node_pid, "-n", "ip", "link", "set", node_port, "up"])
-    run(["nsenter", "-t", leaf_pid, "-n", "ip", "link", "set", leaf_port, "up"])
+    run(["nsenter", "-t", leaf_pid, "-n", "ip", "link", "set", leaf_port, "master", "br0", "up"])
 
 
 def unplug(node, node_port):

@@ -1,7 +1,8 @@
 """The remediation rulebooks without a lab: schema and conditions as ansible-rulebook reads them, and the real
 ansible-rulebook (the Drools engine on the machine's Java) receiving an Alertmanager webhook and running
 gpufabric.core.remediate once per alert it must act on. Here the playbook stops after reading its alert, on the
-Slurm query (localhost has no scontrol): what it read is the test. The lab end to end is molecule/remediation."""
+Slurm query (localhost has no scontrol): what it read is the test. The lab end to end is molecule/health
+(tests/test_remediation.py)."""
 
 import json
 import os

@@ -2,7 +2,7 @@
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpufabric.core.slurm_node_state run by Ansible on this machine, scontrol stood in for at its process boundary
-(tests/fake_scontrol.py, serving a real captured `scontrol show node`); molecule/remediation runs it against
+(tests/fake_scontrol.py, serving a real captured `scontrol show node`); molecule/health runs it against
 Debian's real slurmctld."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The remediation lab's moving parts, for the scenario's verifier and for benchmarks/bench_remediation.py: the
-rulebook started and stopped by its PID, cables pulled and put back, alerts posted to Alertmanager's API exactly as
-the health rules' contract shapes them, Slurm's nodes as scontrol shows them, and polls with deadlines."""
+"""The remediation half of the health lab, for the scenario's verifier and for benchmarks/bench_remediation.py: the
+rulebook started and stopped by its PID, cables pulled and put back at the leaf (the node's port loses its carrier;
+Prometheus raises the health rules' alert and Alertmanager routes it to the rulebook), Alertmanager's and the
+loop's state as their APIs and files show them, Slurm's nodes as scontrol shows them, and polls with deadlines."""
 
-import datetime
 import json
 import os
 import signal
@@ -21,11 +21,11 @@ from molecule_helpers import podman_exec  # noqa: E402  pylint: disable=wrong-im
 from ansible_collections.gpufabric.core.plugins.module_utils import slurm_nodes  # noqa: E402  pylint: disable=wrong-import-position
 
 LAB = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent"))
-CTL = "remediation-ctl"
+CTL = "health-mon"
 PREFIX = "gpufabric:"
 # inventory host -> (Slurm node, {rail: (netdev, leaf, leaf port)}), as molecule.yml cables them.
 NODES = {
-    "remediation-node%d" % index: ("node%d" % index, {
+    "health-node%d" % index: ("node%d" % index, {
         "rail0": ("eth1", "leaf-a", "swp%d" % index), "rail1": ("eth2", "leaf-b", "swp%d" % index)})
     for index in (1, 2, 3)
 }
@@ -76,50 +76,33 @@ def ledger():
 # Cables
 
 def cable(host, rail, up):
-    netdev = NODES[host][1][rail][0]
-    podman_exec(host, "ip link set %s %s" % (netdev, "up" if up else "down"))
+    """The rail's cable pulled or put back: its leaf port down or up, the node's port loses or regains its carrier."""
+    _netdev, leaf, leaf_port = NODES[host][1][rail]
+    podman_exec("health-" + leaf, "ip link set %s %s" % (leaf_port, "up" if up else "down"))
 
 
 # Alertmanager
 
-def alertmanager(path, body=None):
-    url = "http://%s:9093%s" % (address(CTL), path)
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method="POST" if data else "GET",
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as response:
+def alertmanager(path):
+    with urllib.request.urlopen("http://%s:9093%s" % (address(CTL), path), timeout=10) as response:
         text = response.read().decode()
     return json.loads(text) if text else None
 
 
-def now_rfc3339(offset=0.0):
-    moment = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=offset)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def alertmanager_ready():
+    try:
+        with urllib.request.urlopen("http://%s:9093/-/ready" % address(CTL), timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
 
 
-def node_alert(host, rail, alertname="GpufabricPortDown"):
-    """A node alert as the health rules emit it (contract: docs/remediation.md)."""
-    netdev, leaf, leaf_port = NODES[host][1][rail]
-    return {"labels": {"alertname": alertname, "gpufabric_scope": "node", "gpufabric_remediation": "drain",
-                       "severity": "page", "host": host, "rail": rail, "netdev": netdev, "leaf": leaf,
-                       "leaf_port": leaf_port},
-            "annotations": {"summary": "%s %s (%s), cabled to %s port %s is down" % (host, rail, netdev, leaf, leaf_port),
-                            "expected": "port up", "actual": "port down"}}
-
-
-def leaf_alert(leaf, rail):
-    return {"labels": {"alertname": "GpufabricLeafDown", "gpufabric_scope": "leaf", "gpufabric_remediation": "report",
-                       "severity": "page", "leaf": leaf, "rail": rail},
-            "annotations": {"summary": "%s is down on 3 hosts behind leaf %s" % (rail, leaf),
-                            "expected": "the leaf's ports up", "actual": "3 hosts' ports down"}}
-
-
-def fire(alerts, starts_at):
-    alertmanager("/api/v2/alerts", [dict(alert, startsAt=starts_at) for alert in alerts])
-
-
-def resolve(alerts, starts_at):
-    alertmanager("/api/v2/alerts", [dict(alert, startsAt=starts_at, endsAt=now_rfc3339()) for alert in alerts])
+def restart_alertmanager():
+    """A fresh Alertmanager (alerts are in its memory only): the notifications it could not deliver while no
+    rulebook listened (the health tests' resolved alerts) must not reach the loop when the rulebook starts.
+    Prometheus sends it whatever is still firing at its next evaluation."""
+    podman_exec(CTL, "systemctl restart prometheus-alertmanager")
+    poll("Alertmanager ready again", alertmanager_ready, 60)
 
 
 def active_alerts(**labels):
@@ -127,12 +110,24 @@ def active_alerts(**labels):
     return alertmanager("/api/v2/alerts?active=true&silenced=true&inhibited=true" + ("&" + query if query else ""))
 
 
-# Prometheus
+def alert_starts(**labels):
+    """startsAt of the one active alert with these labels, as Prometheus gave it to Alertmanager."""
+    alerts = active_alerts(**labels)
+    return alerts[0]["startsAt"] if len(alerts) == 1 else None
 
-def prometheus_query(expression):
-    url = "http://%s:9090/api/v1/query?query=%s" % (address(CTL), urllib.parse.quote(expression))
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return json.loads(response.read().decode())["data"]["result"]
+
+# The loop's counters, as the controller's node_exporter exports them (its textfile collector)
+
+def exported_actions():
+    with urllib.request.urlopen("http://%s:9100/metrics" % address(CTL), timeout=10) as response:
+        text = response.read().decode()
+    values = {}
+    for line in text.splitlines():
+        if line.startswith("gpufabric_remediation_actions_total{"):
+            labels, value = line[len("gpufabric_remediation_actions_total{"):].rsplit("} ", 1)
+            pairs = dict(item.split("=", 1) for item in labels.split(","))
+            values[(pairs["action"].strip('"'), pairs["reason"].strip('"'))] = float(value)
+    return values
 
 
 # The rulebook, this machine's process
