@@ -4,7 +4,7 @@ It prints a real captured `scontrol show node` (tests/fixtures/slurm, kept in a 
 `scontrol update NodeName=N State=DRAIN|RESUME [Reason=...]` to it as slurmctld does: DRAIN adds the DRAIN flag
 to the State line and sets `Reason=<reason> [root@<time>]` (one leading and one trailing double quote stripped, as
 scontrol's update_node.c does), RESUME removes the flag and the reason line. Every call is logged. The Molecule
-scenario `remediation` runs the module against Debian's real slurmctld; this is for the module's own unit tests.
+scenario `health` (its remediation half) runs the module against Debian's real slurmctld; this is for the module's own unit tests.
     install(directory, capture_text) -> the directory to put first on PATH
 """
 
