@@ -372,10 +372,17 @@ cable_fabric() {
     done
 }
 
-# lldpd (in the image) sends every 30 s: send now, so that every end has heard the other without waiting.
+# lldpd (in the image) sends every 30 s: send now, so that every end has heard the other without waiting. Each
+# container's systemd starts lldpd in its own time (later on a loaded machine): wait for its control socket first.
 announce_lldp() {
-    local name
-    for name in "$@"; do podman exec "$name" lldpcli update >/dev/null; done
+    local name deadline=$((SECONDS + 60))
+    for name in "$@"; do
+        until podman exec "$name" test -S /run/lldpd.socket; do
+            ((SECONDS < deadline)) || die "lldpd in $name has no control socket after 60 s"
+            sleep 1
+        done
+        podman exec "$name" lldpcli update >/dev/null
+    done
 }
 
 wait_for_lldp() {
