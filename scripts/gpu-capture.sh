@@ -47,8 +47,9 @@ cap lspci-tree.txt 20 lspci -tv
 cap lspci-nn.txt 20 lspci -nn
 
 # The GPUs' PCIe links in sysfs, up to the root port, as `path<TAB>content` lines (tests/fixtures/sysfs layout).
+bdfs=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null)
 {
-    for bdf in $(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null); do
+    for bdf in $bdfs; do
         dev=$(echo "${bdf#0000}" | tr 'A-F' 'a-f')
         path=$(readlink -f "/sys/bus/pci/devices/$dev" 2>/dev/null) || continue
         while [ -n "$path" ] && [ -e "$path/current_link_speed" ]; do
@@ -59,7 +60,7 @@ cap lspci-nn.txt 20 lspci -nn
         done
     done
 } >"$out/sysfs-gpu-pci-links.tsv" 2>&1
-for bdf in $(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null); do
+for bdf in $bdfs; do
     cap "lspci-vv-${bdf//:/_}.txt" 20 lspci -vv -s "${bdf#0000}"
 done
 

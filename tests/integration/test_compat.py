@@ -17,6 +17,8 @@ COMPAT = ROOT / "scripts" / "compat.sh"
 LINES = subprocess.run([str(COMPAT), "--list"], capture_output=True, text=True, check=True).stdout.split()
 # The newest ansible-core line this range claims: the one today's `pip install ansible` brings on Python 3.12+.
 NEWEST_LINE = "2.21"
+# The line of the project's own .venv, tested in full by the rest of the session.
+OWN_LINE = ".".join(ansible.release.__version__.split(".")[:2])
 
 
 def _minor(line):
@@ -25,12 +27,11 @@ def _minor(line):
 
 def test_the_declared_range_is_the_tested_range():
     declared = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())["requires_ansible"]
-    own = ".".join(ansible.release.__version__.split(".")[:2])
-    tested = sorted(LINES + [own], key=_minor)
+    tested = sorted(LINES + [OWN_LINE], key=_minor)
     assert declared == ">=%s.0" % tested[0], (declared, tested)
     # Every line from the oldest declared to the newest, none skipped, the .venv's once.
     assert [_minor(line) for line in tested] == list(range(_minor(tested[0]), _minor(NEWEST_LINE) + 1)), tested
-    assert own not in LINES
+    assert OWN_LINE not in LINES
 
 
 @pytest.mark.parametrize("line", LINES)
@@ -40,8 +41,7 @@ def test_sanity_and_unit_tests_pass_on_ansible_core(line):
     assert "compat: ansible-core %s." % line in out and " passed in " in out
     # The unit tests that exercise ansible-core run on the oldest line and on every line newer than .venv's
     # (scripts/compat.sh UNIT_LINES); the lines between run sanity.
-    own = ".".join(ansible.release.__version__.split(".")[:2])
-    if line == min(LINES, key=_minor) or _minor(line) > _minor(own):
+    if line == min(LINES, key=_minor) or _minor(line) > _minor(OWN_LINE):
         assert "unit tests that exercise ansible-core" in out and re.search(r"^\d+ passed", out, re.M), tail(out, 30)
 
 
