@@ -11,7 +11,7 @@ SHELL := /bin/bash
 
 .PHONY: run test setup lab-up lab-down vmlab-up vmlab-down image lint sanity units molecule bench docs clean
 
-run: ## Set up, start the lab, run playbooks/site.yml then playbooks/verify.yml, print where the report is
+run: ## Set up, start the lab and its monitoring node, run site, scheduler, monitoring and verify, print where the reports and alerts are
 	$(LAB_ENV) scripts/run-lab.sh $(NODES)
 
 test: ## Every test: ansible-lint (production), ansible-test sanity, unit tests, every Molecule scenario, AWX checks

@@ -3,7 +3,9 @@
 # their own, reachable over SSH with a key the lab generates. Everything the lab creates carries the label
 # gpufabric.lab=<lab name>, so `down` removes exactly that and nothing else.
 #
-#   scripts/lab.sh up [N]     build the images if their recipe changed, start N nodes (default 4), write the inventory
+#   scripts/lab.sh up [N]     build the images if their recipe changed, start N nodes (default 4), write the inventory;
+#                             with GPUFABRIC_LAB_MONITOR=1 also a monitoring node, "monitor" (inventory group
+#                             monitoring), where playbooks/monitoring.yml runs Prometheus and Alertmanager
 #   scripts/lab.sh down       remove the lab's nodes, network, inventory and key
 #   scripts/lab.sh image      build (or reuse) the image of GPUFABRIC_LAB_RELEASE only; prints its name
 #   scripts/lab.sh host-setup install podman, runc and debootstrap when missing and write the Podman config
@@ -24,6 +26,9 @@ LAB_NAME=${GPUFABRIC_LAB_NAME:-gpufabric-lab}
 LAB_SUBNET=${GPUFABRIC_LAB_SUBNET:-10.231.0.0/24}
 LAB_MAX_NODES=64
 LAB_STORAGE_PREFIX=10.77.0
+LAB_MONITOR=${GPUFABRIC_LAB_MONITOR:-0}
+# 0 cables the last node straight too (a healthy lab, for benchmarks that count false alarms).
+LAB_MISCABLE=${GPUFABRIC_LAB_MISCABLE:-1}
 STATE_DIR=$ROOT/.lab/$LAB_NAME
 # One inventory file per lab, beside the lab group_vars that apply to every lab.
 INVENTORY=$ROOT/inventories/lab/$LAB_NAME.yml
@@ -300,6 +305,16 @@ write_inventory() {
             # The Debian release the node runs, so that scenarios and site tests can tell mixed labs apart.
             echo "          gpufabric_lab_release: ${releases[$((i - 1))]}"
         done
+        if [[ "$LAB_MONITOR" == 1 ]]; then
+            ip=$(podman inspect "$LAB_NAME-monitor" --format "{{(index .NetworkSettings.Networks \"$LAB_NAME\").IPAddress}}")
+            echo "    monitoring:"
+            echo "      vars:"
+            echo "        # Debian's Prometheus and Alertmanager run here (playbooks/monitoring.yml)."
+            echo "        health_monitoring_run_prometheus: true"
+            echo "      hosts:"
+            echo "        monitor:"
+            echo "          ansible_host: $ip"
+        fi
         # One group per release present, e.g. lab_trixie, for plays that target one release.
         for release in "${LAB_RELEASES_KNOWN[@]}"; do
             [[ " ${releases[*]} " == *" $release "* ]] || continue
@@ -314,13 +329,15 @@ write_inventory() {
 }
 
 wait_for_ssh() {
-    local count=$1 i ip deadline
+    local count=$1 i ip deadline name names=()
     deadline=$((SECONDS + 60))
-    for ((i = 1; i <= count; i++)); do
-        ip=$(podman inspect "$LAB_NAME-$(node_name "$i")" --format "{{(index .NetworkSettings.Networks \"$LAB_NAME\").IPAddress}}")
+    for ((i = 1; i <= count; i++)); do names+=("$(node_name "$i")"); done
+    [[ "$LAB_MONITOR" != 1 ]] || names+=(monitor)
+    for name in "${names[@]}"; do
+        ip=$(podman inspect "$LAB_NAME-$name" --format "{{(index .NetworkSettings.Networks \"$LAB_NAME\").IPAddress}}")
         until ssh -i "$STATE_DIR/id_ed25519" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
             -o LogLevel=ERROR -o ConnectTimeout=2 "root@$ip" true 2>/dev/null; do
-            ((SECONDS < deadline)) || die "node $(node_name "$i") ($ip) not reachable over SSH after 60 s"
+            ((SECONDS < deadline)) || die "$name ($ip) not reachable over SSH after 60 s"
             sleep 0.5
         done
     done
@@ -328,7 +345,8 @@ wait_for_ssh() {
 
 # The lab fabric: two lldpd "leaf switches", rail 0 (eth1) of every node on leaf-a, rail 1 (eth2) on leaf-b, each cable
 # a veth pair (point to point: the lab bridge drops LLDP). With three nodes or more the last node has its two cables
-# swapped, so that the fabric map has a miscabled host to show. The leaves carry the lab's label: `down` removes them.
+# swapped, so that the fabric map has a miscabled host to show (unless GPUFABRIC_LAB_MISCABLE=0). The leaves carry the
+# lab's label: `down` removes them.
 LAB_LEAVES=(leaf-a leaf-b)
 
 # What a container of a release needs to boot here: sets run_options (podman run options) and run_command.
@@ -363,7 +381,7 @@ cable_fabric() {
         node_pid=$(podman inspect --format '{{.State.Pid}}' "$LAB_NAME-$(node_name "$i")")
         for rail in 0 1; do
             leaf=${LAB_LEAVES[$rail]}
-            ((count < 3 || i < count)) || leaf=${LAB_LEAVES[$((1 - rail))]}
+            ((count < 3 || i < count || LAB_MISCABLE == 0)) || leaf=${LAB_LEAVES[$((1 - rail))]}
             leaf_pid=$(podman inspect --format '{{.State.Pid}}' "$LAB_NAME-$leaf")
             ip link add "eth$((rail + 1))" netns "$node_pid" type veth peer name "swp$i" netns "$leaf_pid"
             nsenter -t "$node_pid" -n ip link set "eth$((rail + 1))" up
@@ -424,8 +442,15 @@ lab_up() {
             -v "$STATE_DIR/id_ed25519.pub:/root/.ssh/authorized_keys:ro" "${images[${releases[$((i - 1))]}]}" \
             "${run_command[@]}" >/dev/null
     done
-    # The leaves run the first node's release: only lldpd runs there.
+    # The leaves (and the monitoring node) run the first node's release.
     start_leaves "${images[${releases[0]}]}" "${releases[0]}"
+    if [[ "$LAB_MONITOR" == 1 ]]; then
+        release_start "${releases[0]}"
+        podman run -d --name "$LAB_NAME-monitor" --hostname monitor --label "gpufabric.lab=$LAB_NAME" \
+            --label "gpufabric.lab.role=monitor" --network "$LAB_NAME" --systemd=always "${run_options[@]}" \
+            -v "$STATE_DIR/id_ed25519.pub:/root/.ssh/authorized_keys:ro" "${images[${releases[0]}]}" \
+            "${run_command[@]}" >/dev/null
+    fi
     cable_fabric "$count"
     # Each node's "storage VLAN" address, on lo since the kernel has no 802.1Q: IPsec tunnels carry it
     # (userspace ESP cannot tunnel traffic to the IKE peer's own address).

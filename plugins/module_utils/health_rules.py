@@ -82,7 +82,7 @@ def rule_groups(thresholds=None, evaluation_interval=None):
     t = dict(DEFAULT_THRESHOLDS, **(thresholds or {}))
     where = ("{{ $labels.host }} {{ $labels.rail }} ({{ $labels.netdev }}"
              "{{ if $labels.device }}, {{ $labels.device }} port {{ $labels.port }}{{ end }}), "
-             "cabled to {{ $labels.leaf }} port {{ $labels.leaf_port }}")
+             "cabled to {{ $labels.leaf }}{{ if $labels.leaf_port }} port {{ $labels.leaf_port }}{{ end }}")
     recording = [
         {"record": "gpufabric:leaf_rail_ports:count", "expr": "count by (leaf, rail) (gpufabric_port_up{leaf!=\"\"})"},
         {"record": "gpufabric:leaf_rail_ports_down:count",
@@ -122,7 +122,7 @@ def rule_groups(thresholds=None, evaluation_interval=None):
                "{{ $value }} ({{ $labels.__name__ }})"),
         _alert("GpufabricCablingMismatch", "gpufabric_lldp_neighbour_ok == 0", t["cabling_for"], "node", "drain",
                "warning", "%s reaches {{ $labels.seen_leaf }} port {{ $labels.seen_port }} instead" % where,
-               "{{ $labels.leaf }} port {{ $labels.leaf_port }}",
+               "{{ $labels.leaf }}{{ if $labels.leaf_port }} port {{ $labels.leaf_port }}{{ else }}, any port{{ end }}",
                "{{ $labels.seen_leaf }} port {{ $labels.seen_port }}"),
         _alert("GpufabricBondPartnerLost", "gpufabric_bond_member_in_sync == 0", t["bond_for"], "node", "drain",
                "warning", "{{ $labels.host }} bond {{ $labels.bond }} member {{ $labels.netdev }} has no LACP partner in sync",

@@ -14,6 +14,9 @@ pytestmark = pytest.mark.skipif(shutil.which("promtool") is None,
                                 reason="promtool (Debian package prometheus, scripts/setup.sh) is not installed")
 
 NODE = {"host": "node1", "rail": "rail0", "netdev": "eth1", "device": "", "port": "", "leaf": "leaf-a", "leaf_port": "swp1"}
+# The labels the make run lab's miscabled node04 exported (scripts/lab_alerts.py printed them).
+LAB_NODE04 = {"host": "node04", "rail": "rail0", "netdev": "eth1", "leaf": "leaf-a", "seen_leaf": "leaf-b",
+              "seen_port": "swp4"}
 # The PCIe link labels of a GPU the sampler exports (health_sample).
 GPU0_LINK = {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}
 
@@ -134,6 +137,13 @@ ANNOTATED = {
         [fired("GpufabricCablingMismatch", "1m10s", node_alert("GpufabricCablingMismatch", dict(NODE, seen_leaf="leaf-b", seen_port="swp1")), {
             "summary": "node1 rail0 (eth1), cabled to leaf-a port swp1 reaches leaf-b port swp1 instead",
             "expected": "leaf-a port swp1", "actual": "leaf-b port swp1"})]),
+    # The make run lab's node04 (its two cables crossed): the fabric map expects each rail on its leaf, at no port
+    # in particular (the inventory names none), so the port is no label and the texts say none.
+    "cabling of a rail whose expected leaf port is unknown": (
+        [series("gpufabric_lldp_neighbour_ok", LAB_NODE04, "0x10")],
+        [fired("GpufabricCablingMismatch", "1m10s", node_alert("GpufabricCablingMismatch", LAB_NODE04), {
+            "summary": "node04 rail0 (eth1), cabled to leaf-a reaches leaf-b port swp4 instead",
+            "expected": "leaf-a, any port", "actual": "leaf-b port swp4"})]),
 }
 
 
