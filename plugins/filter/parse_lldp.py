@@ -115,6 +115,14 @@ _value:
       description: Protocol the neighbour was learned through (LLDP, CDPv2 ...).
       type: str
       sample: LLDP
+    age_seconds:
+      description:
+        - Seconds since lldpd first heard this neighbour on the port (or its information last changed); null when
+          the output has no age.
+        - lldpd keeps a neighbour that stopped sending until its TTL runs out, so a cable moved to another switch port
+          lists two neighbours on one port for up to the TTL; the youngest is the cable's.
+      type: int
+      sample: 619
 """
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
 
@@ -120,9 +121,13 @@ def _neighbor(local_interface, body):
         vlan_id = _text(vlan.get("vlan-id")) if isinstance(vlan, dict) else None
         if vlan_id and vlan_id.isdigit():
             vlans.append(int(vlan_id))
+    age = re.match(r"(\d+) days?, (\d+):(\d\d):(\d\d)$", _text(body.get("age")) or "")
     return {
         "local_interface": local_interface,
         "via": _text(body.get("via")),
+        # Since lldpd first heard this neighbour (or its data last changed), "0 day, 00:10:19"; None when not printed.
+        "age_seconds": (int(age.group(1)) * 86400 + int(age.group(2)) * 3600 + int(age.group(3)) * 60
+                        + int(age.group(4))) if age else None,
         "chassis_name": chassis_name or None,
         "chassis_id": chassis_id,
         "chassis_id_type": chassis_id_type,
@@ -196,15 +201,22 @@ def parse_lldp(data):
 
     Returns one dict per neighbour, in the order lldpd printed them: local_interface, chassis_name
     (None when the neighbour sends no system name), chassis_id, chassis_id_type, chassis_descr,
-    mgmt_ip (preferred address), mgmt_ips, port_id, port_id_type, port_descr, ttl, vlans, via.
+    mgmt_ip (preferred address), mgmt_ips, port_id, port_id_type, port_descr, ttl, vlans, via, age_seconds.
     An empty list means no neighbour; parse_lldp_neighbors says so in its errors.
     """
     return parse_lldp_neighbors(data)["neighbors"]
 
 
 def neighbors_by_interface(neighbors):
-    """Group parsed neighbours by local interface: {interface: [neighbour, ...]}."""
+    """Group parsed neighbours by local interface: {interface: [neighbour, ...]}, the youngest first.
+
+    lldpd keeps a neighbour that stopped sending until its TTL runs out (120 s by default): a cable moved to another
+    switch port is listed with both neighbours for that long, the old one first. The one heard first most recently
+    is the cable's (tests/fixtures/lldp/lab-json0-node1-recabled.txt); without ages, lldpd's order stays.
+    """
     grouped = {}
     for neighbor in neighbors:
         grouped.setdefault(neighbor["local_interface"], []).append(neighbor)
+    for seen in grouped.values():
+        seen.sort(key=lambda neighbor: (neighbor.get("age_seconds") is None, neighbor.get("age_seconds") or 0))
     return grouped

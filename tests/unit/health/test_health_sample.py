@@ -124,6 +124,19 @@ def test_cabling_against_the_lab_capture(host):
     assert ok1 == 0.0 and (labels1["leaf"], labels1["seen_leaf"]) == ("leaf-a", "leaf-b")
 
 
+def test_cables_swapped_a_moment_ago_are_seen_although_lldpd_still_lists_the_old_neighbours(host):
+    # The lab capture four seconds after node1's cables were crossed: each port lists its old neighbour (until its
+    # TTL, 120 s) first and the new one second. The newer is the cable: both rails are miscabled now, not in 2 min.
+    def run(argv):
+        return 0, read_fixture("lldp/lab-json0-node1-recabled.txt")
+
+    sampler = health_sample.Sampler(expected_state(), run=run, clock=Clock(), sys_root=host["sys"], proc_root=host["proc"])
+    found = families(sampler.sample().render())
+    seen = {labels["rail"]: (labels["seen_leaf"], labels["seen_port"], ok)
+            for labels, ok in values(found["gpufabric_lldp_neighbour_ok"])}
+    assert seen == {"rail0": ("leaf-b", "swp1", 0.0), "rail1": ("leaf-a", "swp1", 0.0)}
+
+
 def test_lldp_that_cannot_be_asked_is_unknown_not_miscabled(host):
     sampler = health_sample.Sampler(expected_state(), run=lambda argv: (1, ""), clock=Clock(), sys_root=host["sys"], proc_root=host["proc"])
     found = families(sampler.sample().render())

@@ -309,6 +309,14 @@ LLDPD_1_0_16_JSON_NO_NEIGHBOUR = '{\n  "lldp": {\n    \n  }\n}\n'
 LLDPD_1_0_16_JSON0_NO_NEIGHBOUR = '{\n  "lldp": [\n    {\n      \n    }\n  ]\n}\n'
 
 # Values read from the json0 captures: (local interface, chassis name, chassis id, port id, port descr, mgmt ip).
+# node1 of this project's lab right after its two cables were crossed (the fixtures' header says how).
+RECABLED = [
+    ("eth1", "leaf-a", "16:60:11:ea:ba:11", "16:60:11:ea:ba:11", "swp1", "fe80::f0ef:76ff:fe88:fc8b"),
+    ("eth1", "leaf-b", "be:5e:84:07:d4:85", "56:1b:66:2c:5b:be", "swp1", "fe80::541b:66ff:fe2c:5bbe"),
+    ("eth2", "leaf-b", "be:5e:84:07:d4:85", "be:5e:84:07:d4:85", "swp1", "fe80::541b:66ff:fe2c:5bbe"),
+    ("eth2", "leaf-a", "16:60:11:ea:ba:11", "f2:ef:76:88:fc:8b", "swp1", "fe80::f0ef:76ff:fe88:fc8b"),
+]
+
 EXPECTED = {
     "unifabric-json0-gpu-rails-sonic-leaves.txt": [
         ("ens1np0", "StorageSW", "70:06:92:6e:32:64", "Ethernet120", "Ethernet120", "10.193.77.211"),
@@ -338,11 +346,26 @@ EXPECTED = {
     "lab-lldpd-0.9.6-json-ttl-under-chassis.txt": [
         ("eth1", "leaf-a", "76:ee:84:39:b0:a8", "76:ee:84:39:b0:a8", "eth1", "192.0.2.1"),
     ],
+    # The same lab four seconds after node1's two cables were crossed: both neighbours per port, the old one first.
+    "lab-json0-node1-recabled.txt": RECABLED,
+    "lab-json-node1-recabled.txt": RECABLED,
     "lab-json0-node3.txt": [
         ('eth1', 'leaf-b', '8e:67:9b:0b:63:40', 'f6:62:13:8e:44:46', 'swp3', '10.88.0.22'),
         ('eth2', 'leaf-a', '16:fa:95:8a:08:0b', '0e:1a:ce:10:21:1a', 'swp3', '10.88.0.21'),
     ],
 }
+
+
+def test_ages_and_the_youngest_neighbour_of_each_port_first():
+    for name in ("lab-json0-node1-recabled.txt", "lab-json-node1-recabled.txt"):
+        neighbors = parse_lldp(read_fixture("%s/%s" % (FOLDER, name)))
+        assert [n["age_seconds"] for n in neighbors] == [39, 4, 39, 4]
+        grouped = neighbors_by_interface(neighbors)
+        assert {port: [(n["chassis_name"], n["age_seconds"]) for n in seen] for port, seen in grouped.items()} == {
+            "eth1": [("leaf-b", 4), ("leaf-a", 39)], "eth2": [("leaf-a", 4), ("leaf-b", 39)]}
+    # A day and more, as lldpd prints it.
+    [neighbor] = parse_lldp({"lldp": {"interface": {"eth1": {"age": "2 days, 01:02:03", "chassis": {"leaf": {}}}}}})
+    assert neighbor["age_seconds"] == 2 * 86400 + 3723
 
 
 def _summary(neighbors):
@@ -408,7 +431,7 @@ def test_json_and_json0_of_the_same_neighbours_agree():
     chassis_name, chassis = next(iter(body["chassis"].items()))
     # The same neighbour in json0's shape, built the way lldpd's json0 writer wraps values.
     as_json0 = {"lldp": [{"interface": [{
-        "name": "a_l1", "via": body["via"],
+        "name": "a_l1", "via": body["via"], "age": body["age"],
         "chassis": [{"id": [chassis["id"]], "name": [{"value": chassis_name}], "descr": [{"value": chassis["descr"]}],
                      "mgmt-ip": [{"value": ip} for ip in chassis["mgmt-ip"]]}],
         "port": [{"id": [body["port"]["id"]], "descr": [{"value": body["port"]["descr"]}],
