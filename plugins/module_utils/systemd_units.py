@@ -17,10 +17,10 @@ import os
 import socket
 
 
-def sd_notify(message):
+def sd_notify(message, log=None):
     """Send a Type=notify service's state to systemd (READY=1, WATCHDOG=1, STATUS=...); nothing outside systemd (no
-    NOTIFY_SOCKET). Returns why it could not be sent, else None: a watchdog ping never raises in the loop it
-    keeps alive."""
+    NOTIFY_SOCKET). Returns why it could not be sent, else None, and logs it as a warning on log (a host program's
+    logger): a watchdog ping never raises in the loop it keeps alive."""
     address = os.environ.get("NOTIFY_SOCKET")
     if not address:
         return None
@@ -30,7 +30,10 @@ def sd_notify(message):
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
             sock.sendto(message.encode(), address)
     except OSError as exc:
-        return "cannot notify systemd: %s" % exc
+        problem = "cannot notify systemd: %s" % exc
+        if log is not None:
+            log.warning("%s", problem)
+        return problem
     return None
 
 

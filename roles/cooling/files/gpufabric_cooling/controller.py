@@ -42,12 +42,6 @@ WRITE_RETRY_S = 30.0
 _BACKEND_ORDER = {"hwmon": 0, "redfish": 1, "ipmi_raw": 2}
 
 
-def sd_notify(message):
-    problem = systemd_units.sd_notify(message)
-    if problem:
-        LOG.warning("%s", problem)
-
-
 def _atomic_write(path, text, mode=0o644):
     make_directory(os.path.dirname(path) or ".", 0o755)
     write_atomically(path, text.encode("utf-8"), mode)
@@ -433,7 +427,6 @@ class Controller:
 
     def run_action(self, action, kind, sentence):
         """Run the configured action once per new alarm, logging the reading that triggered it."""
-        liquid = self.config["liquid"]
         LOG.critical("liquid cooling %s: %s; action %s", kind.upper(), sentence, action)
         environment = dict(os.environ, GPUFABRIC_COOLING_EVENT=kind, GPUFABRIC_COOLING_READING=sentence, GPUFABRIC_COOLING_ACTION=action)
         known = dict(action_commands(self.config))
@@ -515,14 +508,14 @@ class Controller:
             try:
                 snapshot = self.cycle()
                 states = ", ".join("%s %.0f%%%s" % (g, d["duty"], " FAIL-SAFE" if d["failsafe"] else "") for g, d in sorted(snapshot["groups"].items()))
-                sd_notify("WATCHDOG=1\nSTATUS=%s" % states)
+                systemd_units.sd_notify("WATCHDOG=1\nSTATUS=%s" % states, LOG)
             except Exception as exc:  # pylint: disable=broad-except
                 # Anything unforeseen: make every group safe and keep going rather than leave fans at a low duty.
                 LOG.exception("control cycle failed unexpectedly: %s", exc)
                 self.stop_action("control cycle error")
             if not notified:
                 # Ready once the first cycle has set every fan (or failed safe): systemd then watches WATCHDOG=1.
-                sd_notify("READY=1")
+                systemd_units.sd_notify("READY=1", LOG)
                 notified = True
             remaining = self.interval - (self.clock() - started)
             deadline = self.clock() + max(0.0, remaining)

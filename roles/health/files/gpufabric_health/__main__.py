@@ -33,12 +33,6 @@ def run_command(argv):
     return result.returncode, result.stdout
 
 
-def sd_notify(message):
-    problem = systemd_units.sd_notify(message)
-    if problem:
-        LOG.warning("%s", problem)
-
-
 def load(path):
     with open(path, encoding="utf-8") as handle:
         expected = json.load(handle)
@@ -67,12 +61,12 @@ def main(argv=None):
         started = time.monotonic()
         try:
             prometheus_text.write_textfile(expected["textfile"], sampler.sample().render())
-            sd_notify("WATCHDOG=1")
+            systemd_units.sd_notify("WATCHDOG=1", LOG)
         except Exception as exc:  # pylint: disable=broad-except
             # The textfile keeps the last good sample; its timestamp series tells Prometheus how old it is.
             LOG.exception("sample failed: %s", exc)
         if not ready:
-            sd_notify("READY=1")
+            systemd_units.sd_notify("READY=1", LOG)
             ready = True
         deadline = started + interval
         while not stopping and time.monotonic() < deadline:

@@ -6,6 +6,7 @@ scenarios drive the same code against the containers' real systemd)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 
@@ -130,3 +131,10 @@ def test_sd_notify_is_nothing_outside_systemd_and_says_why_it_could_not_send(tmp
     assert su.sd_notify("READY=1") is None
     monkeypatch.setenv("NOTIFY_SOCKET", str(tmp_path / "gone"))
     assert su.sd_notify("WATCHDOG=1").startswith("cannot notify systemd: ")
+
+
+def test_sd_notify_logs_why_it_could_not_send_on_the_programs_logger(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("NOTIFY_SOCKET", str(tmp_path / "gone"))
+    problem = su.sd_notify("WATCHDOG=1", logging.getLogger("gpufabric-test"))
+    assert [(record.levelname, record.getMessage()) for record in caplog.records] == [("WARNING", problem)]
+    assert problem.startswith("cannot notify systemd: ")
