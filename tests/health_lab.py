@@ -136,14 +136,15 @@ def set_link(container, interface, state):
     in_container(container, "ip", "link", "set", interface, state)
 
 
-def plug(node, node_port, leaf, leaf_port, mtu=9000):
+def plug(node, node_port, leaf, leaf_port, mtu=9000, bridge="br0"):
     """A cable: a veth pair with one end in each container's network namespace, both ends up, the leaf's end a
-    port of the leaf's bridge (molecule/health/prepare.yml)."""
+    port of the leaf's bridge (molecule/health/prepare.yml; bridge None for scripts/lab.sh's leaves, which have
+    none)."""
     node_pid, leaf_pid = pid_of(node), pid_of(leaf)
     run(["ip", "link", "add", node_port, "netns", node_pid, "mtu", str(mtu), "type", "veth", "peer", "name",
          leaf_port, "netns", leaf_pid, "mtu", str(mtu)])
     run(["nsenter", "-t", node_pid, "-n", "ip", "link", "set", node_port, "up"])
-    run(["nsenter", "-t", leaf_pid, "-n", "ip", "link", "set", leaf_port, "master", "br0", "up"])
+    run(["nsenter", "-t", leaf_pid, "-n", "ip", "link", "set", leaf_port, *(["master", bridge] if bridge else []), "up"])
 
 
 def unplug(node, node_port):
@@ -151,9 +152,9 @@ def unplug(node, node_port):
     run(["nsenter", "-t", pid_of(node), "-n", "ip", "link", "del", node_port])
 
 
-def recable(node, cables):
+def recable(node, cables, **plug_options):
     """Pull the node's cables and plug them as cables says: [(node_port, leaf, leaf_port)]."""
     for node_port, _leaf, _leaf_port in cables:
         unplug(node, node_port)
     for node_port, leaf, leaf_port in cables:
-        plug(node, node_port, leaf, leaf_port)
+        plug(node, node_port, leaf, leaf_port, **plug_options)
