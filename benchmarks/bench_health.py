@@ -119,7 +119,7 @@ def synthetic_bench():
         per_sample = []
         for _run in range(5):
             started = time.process_time()
-            for _ in range(200):
+            for _sample in range(200):
                 clock[0] += DEFAULT_INTERVAL_S
                 sampler.sample().render()
             per_sample.append((time.process_time() - started) / 200)
@@ -229,7 +229,7 @@ def lab_bench():
             if only and alertname not in only:
                 continue
             detect, resolve = [], []
-            for _ in range(runs):
+            for _run in range(runs):
                 inject()
                 try:
                     detect.append(wait_alert(prometheus, alertmanager, alertname, labels, 600)[1])

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Print the lab's fabric alerts as Prometheus and Alertmanager hold them; with --wait NAME, first wait (polling,
 up to --timeout seconds) until an alert of that name fires and reaches Alertmanager.
 

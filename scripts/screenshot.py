@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """A PNG of a web page as headless Chromium draws it, after a script of clicks ran in the page: the DevTools protocol
 over Chromium's --remote-debugging-pipe (file descriptors 3 and 4, JSON messages ended by NUL), standard library only.
 
