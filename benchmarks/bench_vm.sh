@@ -9,7 +9,7 @@
 set -Eeuo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # A lab of its own, on ports of its own.
-export GPUFABRIC_VMLAB_NAME=bench GPUFABRIC_VMLAB_SSH_PORT=22440 GPUFABRIC_VMLAB_LINK_PORT=22700
+export GPUFABRIC_VMLAB_NAME=bench GPUFABRIC_VMLAB_SSH_PORT=22440 GPUFABRIC_VMLAB_LINK_PORT=22700 GPUFABRIC_VMLAB_METRICS_PORT=22720
 VMLAB=$ROOT/scripts/vmlab.sh
 SUBNET=10.100.0
 trap '"$VMLAB" down >/dev/null 2>&1' EXIT

@@ -21,7 +21,9 @@
 #   scripts/vmlab.sh monitor NODE COMMAND    send one QEMU monitor (HMP) command to a VM
 #
 # Environment: GPUFABRIC_VMLAB_NAME (default vmlab), GPUFABRIC_VMLAB_SSH_PORT (first SSH port, default 22400:
-# VM i listens on port+i), GPUFABRIC_VMLAB_LINK_PORT (first UDP port of the data links, default 22500),
+# VM i listens on port+i), GPUFABRIC_VMLAB_METRICS_PORT (first forward of node_exporter's port 9100, default 22600:
+# VM i's on port+i, for a Prometheus on this machine), GPUFABRIC_VMLAB_LINK_PORT (first UDP port of the data links,
+# default 22500),
 # GPUFABRIC_VMLAB_ACCEL (kvm or tcg: skip the probe), GPUFABRIC_VMLAB_MEMORY (MiB, default 768),
 # GPUFABRIC_VMLAB_SNAPSHOT=0 (always boot, never save nor restore a snapshot).
 set -Eeuo pipefail
@@ -33,6 +35,7 @@ STATE_DIR=$ROOT/.lab/$LAB_NAME
 INVENTORY=$ROOT/inventories/lab/$LAB_NAME.yml
 CACHE_DIR=$ROOT/.cache/vmlab
 SSH_PORT_BASE=${GPUFABRIC_VMLAB_SSH_PORT:-22400}
+METRICS_PORT_BASE=${GPUFABRIC_VMLAB_METRICS_PORT:-22600}
 LINK_PORT_BASE=${GPUFABRIC_VMLAB_LINK_PORT:-22500}
 MEMORY=${GPUFABRIC_VMLAB_MEMORY:-768}
 # Three data links between every pair of VMs: a bond of two members with each VM the other's partner, and a third
@@ -43,7 +46,7 @@ SNAPSHOT_NAME=lab-ready
 BOOT_TIMEOUT=${GPUFABRIC_VMLAB_BOOT_TIMEOUT:-420}
 # Packages of the VM image: the roles' needs and the tools the scenarios run inside, since the management network
 # reaches nothing. Changing this list (or the image recipe below) changes the image's hash.
-IMAGE_PACKAGES=systemd,systemd-sysv,udev,kmod,dbus,openssh-server,python3,python3-apt,iproute2,iputils-ping,sudo,procps,ca-certificates,netbase,less,initramfs-tools,linux-image-amd64,rdma-core,ibverbs-providers,ibverbs-utils,infiniband-diags,perftest,rdmacm-utils,iperf3,strongswan-swanctl,charon-systemd,strongswan-pki,python3-cryptography,libcharon-extra-plugins,libstrongswan-standard-plugins,libstrongswan-extra-plugins,tcpdump,ethtool,e2fsprogs,grub-pc-bin
+IMAGE_PACKAGES=systemd,systemd-sysv,udev,kmod,dbus,openssh-server,python3,python3-apt,iproute2,iputils-ping,sudo,procps,ca-certificates,netbase,less,initramfs-tools,linux-image-amd64,rdma-core,ibverbs-providers,ibverbs-utils,infiniband-diags,perftest,rdmacm-utils,iperf3,strongswan-swanctl,charon-systemd,strongswan-pki,python3-cryptography,libcharon-extra-plugins,libstrongswan-standard-plugins,libstrongswan-extra-plugins,tcpdump,ethtool,prometheus-node-exporter,lldpd,e2fsprogs,grub-pc-bin
 
 die() { echo "vmlab: $*" >&2; exit 1; }
 log() { echo "vmlab: $*" >&2; }
@@ -263,7 +266,7 @@ validate_settings() {
         die "GPUFABRIC_VMLAB_MEMORY must be a number of MiB, at least 512, got '$MEMORY'"
     fi
     local name port
-    for name in GPUFABRIC_VMLAB_SSH_PORT GPUFABRIC_VMLAB_LINK_PORT; do
+    for name in GPUFABRIC_VMLAB_SSH_PORT GPUFABRIC_VMLAB_METRICS_PORT GPUFABRIC_VMLAB_LINK_PORT; do
         port=${!name:-22400}
         if ! [[ "$port" =~ ^[0-9]+$ ]] || ((10#$port < 1024 || 10#$port > 65000)); then
             die "$name must be a port number from 1024 to 65000, got '$port'"
@@ -342,7 +345,7 @@ qemu_start() {
         -drive "file=$STATE_DIR/$name.qcow2,if=none,id=disk0,format=qcow2,cache=unsafe,discard=unmap"
         -device "virtio-blk-pci,drive=disk0,addr=0x10,bootindex=0"
         -device "virtio-rng-pci,addr=0x11"
-        -netdev "user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22"
+        -netdev "user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22,hostfwd=tcp:127.0.0.1:$((METRICS_PORT_BASE + i))-:9100"
         -device "virtio-net-pci,netdev=mgmt,id=nic-ens3,mac=$(mac_of "$i" 3),addr=0x3,romfile=")
     local node nic _peer _peer_nic lport pport slot
     while read -r node nic _peer _peer_nic lport pport; do
@@ -571,7 +574,9 @@ lab_up() {
     fi
     write_inventory "$count"
     trap - ERR
-    log "$count VM(s) up; inventory: ${INVENTORY#"$ROOT"/}; data links: $(awk '$1 < $3 {printf "%s:%s-%s:%s ", $1, $2, $3, $4}' "$STATE_DIR/links")"
+    log "$count VM(s) up; inventory: ${INVENTORY#"$ROOT"/}; node_exporter (port 9100) of vm01 forwarded from" \
+        "127.0.0.1:$((METRICS_PORT_BASE + 1)), the next VMs' from the next ports; data links:" \
+        "$(awk '$1 < $3 {printf "%s:%s-%s:%s ", $1, $2, $3, $4}' "$STATE_DIR/links")"
 }
 
 node_index() {

@@ -1,16 +1,23 @@
 """Faults injected into a container lab and the alerts they raise, read through Prometheus's and Alertmanager's HTTP
 APIs. Shared by the health Molecule scenario (molecule/health/tests) and the detection benchmark
 (benchmarks/bench_health.py): the same injection and the same wait, so that the figures measure what the test
-proves.
+proves. Also Debian's Prometheus and Alertmanager run on this machine as children of a test (local_monitoring: the
+VM lab's scenario, whose nodes are reached through forwarded ports; alertmanager_process: the unit tests).
 
 Every wait polls with a deadline; nothing sleeps a fixed time.
 """
 
+import contextlib
 import json
+import shutil
+import socket
 import subprocess
+import tempfile
 import time
 import urllib.parse
 import urllib.request
+
+from ansible_collections.gpufabric.core.plugins.filter.health_monitoring_config import health_monitoring_config
 
 POLL_S = 0.5
 
@@ -158,3 +165,88 @@ def recable(node, cables, **plug_options):
         unplug(node, node_port)
     for node_port, leaf, leaf_port in cables:
         plug(node, node_port, leaf, leaf_port, **plug_options)
+
+
+# -- Prometheus and Alertmanager on this machine, children of the test ---------------------------------------------
+
+PROMETHEUS = shutil.which("prometheus")
+ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
+START_S = 60
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def child_process(what, argv, ready_url):
+    """argv started as a child of this process, yielded once ready_url answers; stopped (SIGTERM, then SIGKILL after
+    10 s) on exit. LabError with the end of its output when it exits or does not answer within START_S."""
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT)
+
+        def tail():
+            output.seek(0)
+            return output.read().decode(errors="replace")[-3000:]
+
+        def ready():
+            if process.poll() is not None:
+                raise LabError("%s exited with %d: %s" % (what, process.returncode, tail()))
+            with urllib.request.urlopen(ready_url, timeout=2) as response:
+                return response.status == 200
+
+        try:
+            try:
+                wait_for("%s ready at %s" % (what, ready_url), ready, START_S)
+            except LabError as exc:
+                raise LabError("%s; its output: %s" % (exc, tail())) from None
+            yield process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@contextlib.contextmanager
+def alertmanager_process(workdir, config_text, port=None):
+    """Debian's Alertmanager on 127.0.0.1 (port, else a free one) with the configuration config_text (YAML), its
+    files in workdir, alone (no cluster port); yields its base URL."""
+    config_file = workdir / "alertmanager.yml"
+    config_file.write_text(config_text)
+    port = port or free_port()
+    base = "http://127.0.0.1:%d" % port
+    with child_process("Alertmanager", [ALERTMANAGER, "--config.file", str(config_file),
+                                        "--storage.path", str(workdir / "alertmanager-data"),
+                                        "--web.listen-address", "127.0.0.1:%d" % port, "--cluster.listen-address", ""],
+                       base + "/-/ready"):
+        yield base
+
+
+@contextlib.contextmanager
+def local_monitoring(workdir, targets, thresholds=None, interval="2s"):
+    """Debian's Prometheus and Alertmanager on free ports of 127.0.0.1, children of the test, configured with the
+    texts gpufabric.core.health_monitoring_config renders for playbooks/monitoring.yml (targets: name, address, port,
+    labels; interval: both the scrape and the evaluation interval); their files in workdir, emptied first. Yields
+    {"prometheus": URL, "alertmanager": URL}; both are stopped on exit."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    alertmanager_port, prometheus_port = free_port(), free_port()
+    rules_file, targets_file = workdir / "gpufabric.rules.yml", workdir / "gpufabric_targets.json"
+    texts = health_monitoring_config(targets, thresholds=thresholds, scrape_interval=interval,
+                                     evaluation_interval=interval, rules_file=str(rules_file),
+                                     targets_file=str(targets_file), alertmanagers=["127.0.0.1:%d" % alertmanager_port])
+    rules_file.write_text(texts["rules"])
+    targets_file.write_text(texts["targets"])
+    (workdir / "prometheus.yml").write_text(texts["prometheus"])
+    prometheus = "http://127.0.0.1:%d" % prometheus_port
+    with alertmanager_process(workdir, texts["alertmanager"], alertmanager_port) as alertmanager, \
+            child_process("Prometheus", [PROMETHEUS, "--config.file", str(workdir / "prometheus.yml"),
+                                         "--storage.tsdb.path", str(workdir / "prometheus-data"),
+                                         "--web.listen-address", "127.0.0.1:%d" % prometheus_port],
+                          prometheus + "/-/ready"):
+        yield {"prometheus": prometheus, "alertmanager": alertmanager}

@@ -63,6 +63,8 @@ def test_usage_errors(args):
     ("GPUFABRIC_VMLAB_MEMORY", "64", "GPUFABRIC_VMLAB_MEMORY must be a number of MiB, at least 512, got '64'"),
     ("GPUFABRIC_VMLAB_SSH_PORT", "22", "GPUFABRIC_VMLAB_SSH_PORT must be a port number from 1024 to 65000, got '22'"),
     ("GPUFABRIC_VMLAB_LINK_PORT", "x", "GPUFABRIC_VMLAB_LINK_PORT must be a port number from 1024 to 65000, got 'x'"),
+    ("GPUFABRIC_VMLAB_METRICS_PORT", "65100",
+     "GPUFABRIC_VMLAB_METRICS_PORT must be a port number from 1024 to 65000, got '65100'"),
 ])
 def test_a_bad_setting_is_named_before_anything_starts(setting, value, message):
     result = run("up", "1", **{setting: value})

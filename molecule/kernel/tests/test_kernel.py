@@ -21,9 +21,11 @@
   tcpdump captures the VLAN: RoCE v2 packets (UDP 4791) leave in clear, their InfiniBand transport header (BTH)
   readable and naming the queue pair ib_send_bw reported, although the ESP policy covers both addresses.
 - Faults, last: ens5's cable pulled at both ends with the QEMU monitor (scripts/vmlab.sh link): traffic keeps flowing
-  over ens4 and bond_verify names ens5, then it is restored and LACP negotiated again; and vm02 reached over the bond
-  itself, its connection cut by a bonding change (rollback.yml): vm02's own timer must put it back, with the files as
-  before.
+  over ens4 and bond_verify names ens5, and, with gpufabric.core.health deployed on both VMs and Debian's Prometheus
+  and Alertmanager run by the test on the generated rules, GpufabricBondPartnerLost fires for ens5 on both VMs with
+  exactly its labels; then it is restored, LACP negotiated again and the alerts resolved; and vm02 reached over the
+  bond itself, its connection cut by a bonding change (rollback.yml): vm02's own timer must put it back, with the
+  files as before.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import os
 import re
 import struct
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -49,6 +52,9 @@ from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import 
 from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import evaluate_sas, parse_list_sas
 
 ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "tests"))
+import health_lab  # noqa: E402  pylint: disable=wrong-import-position
+
 SCENARIO = Path(__file__).resolve().parents[1]
 EPHEMERAL = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", ""))
 VMLAB = ROOT / "scripts" / "vmlab.sh"
@@ -608,23 +614,101 @@ def vmlab(*args):
     subprocess.run([str(VMLAB), *args], check=True, capture_output=True, text=True, timeout=120)
 
 
-def test_a_pulled_cable_keeps_traffic_flowing_and_is_named(host):
+# The health alert of a member without its LACP partner (plugins/module_utils/health_rules.py) and the labels of its
+# contract with the remediation loop (docs/alerts.md).
+BOND_ALERT = "GpufabricBondPartnerLost"
+BOND_ALERT_CONTRACT = {"gpufabric_scope": "node", "gpufabric_remediation": "drain", "severity": "warning"}
+# Scrape and evaluation interval of the test's Prometheus: node_exporter's scrape under TCG takes a good part of a
+# second of the VM's one emulated CPU.
+MONITORING_INTERVAL = "2s"
+# An alert reaches Alertmanager bond_for (4 s, molecule.yml) after a sample (1 s), a scrape and an evaluation (2 s
+# each) have seen the member out of sync: the deadlines leave room for a loaded machine.
+ALERT_S = 90
+
+
+def metrics_forward(name):
+    """This machine's end of the VM's forward of node_exporter's port (scripts/vmlab.sh, molecule.yml's
+    GPUFABRIC_VMLAB_METRICS_PORT)."""
+    return int(os.environ["GPUFABRIC_VMLAB_METRICS_PORT"]) + NUMBER[name]
+
+
+def series_count(api, expr):
+    result = health_lab.prometheus_query(api["prometheus"], "count(%s)" % expr)
+    return int(float(result[0]["value"][1])) if result else 0
+
+
+def test_a_pulled_cable_keeps_traffic_flowing_and_is_named(host, capsys):
+    """ens5's cable pulled at both ends: bond_verify names it, traffic keeps flowing over ens4, and the health role's
+    series raise GpufabricBondPartnerLost in Prometheus and Alertmanager, naming host, bond and member, on both VMs;
+    with the cable back the bond is whole and the alerts resolve."""
     if name_of(host) != "vm01":
         pytest.skip("the cable is pulled once, from vm01")
-    vmlab("link", "vm01", "ens5", "off")
-    try:
-        # bond_verify names the member whose link is down.
-        problems = wait_for(lambda: [p for p in bond_verify(read_bond(host), EXPECTED) if "ens5" in p], 30)
-        assert problems, bond_verify(read_bond(host), EXPECTED)
-        bond = parse_bonding(read_bond(host))
-        state = {slave["name"]: slave["mii_status"] for slave in bond["slaves"]}
-        assert state == {"ens4": "up", "ens5": "down"}
-        # Traffic keeps flowing over the remaining member, in 9000-byte frames (ESP's largest packets on the VLAN).
-        ping = host.run("ping -c 20 -i 0.2 -W 5 -M do -s %d %s" % (ESP_PATH_MTU - 28, VLAN_ADDRESS["vm02"]))
-        assert ping.rc == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
-    finally:
-        vmlab("link", "vm01", "ens5", "on")
-    assert wait_for(lambda: bond_verify(read_bond(host), EXPECTED) == [], 60), bond_verify(read_bond(host), EXPECTED)
+    started = time.monotonic()
+    # gpufabric.core.health on both VMs, once (molecule.yml says why not in converge).
+    returncode, output = playbook(str(ROOT / "playbooks" / "health.yml"))
+    assert returncode == 0, output[-6000:]
+    deployed = time.monotonic()
+    # Prometheus scrapes each VM through its forward, as the monitoring playbook would write the target (no target
+    # labels in this inventory: the label host alone).
+    targets = [{"name": name, "address": "127.0.0.1", "port": metrics_forward(name), "labels": {}} for name in NUMBER]
+    thresholds = host.ansible.get_variables()["health_thresholds"]
+    with health_lab.local_monitoring(EPHEMERAL / "monitoring", targets, thresholds, MONITORING_INTERVAL) as api:
+        # Healthy first: both VMs scraped, both members of both bonds in sync, no alert pending or firing.
+        health_lab.wait_for("both VMs scraped and their 4 bond members in sync",
+                            lambda: series_count(api, 'up{job="gpufabric"} == 1') == 2
+                            and series_count(api, "gpufabric_bond_member_in_sync == 1") == 4, ALERT_S)
+        health_lab.wait_for("no alert", lambda: not health_lab.prometheus_alerts(api["prometheus"]), ALERT_S)
+        assert health_lab.alertmanager_alerts(api["alertmanager"]) == []
+        healthy = time.monotonic()
+        since = time.time()
+        vmlab("link", "vm01", "ens5", "off")
+        pulled = time.monotonic()
+        seconds = {}
+        try:
+            # bond_verify names the member whose link is down.
+            problems = wait_for(lambda: [p for p in bond_verify(read_bond(host), EXPECTED) if "ens5" in p], 30)
+            assert problems, bond_verify(read_bond(host), EXPECTED)
+            bond = parse_bonding(read_bond(host))
+            state = {slave["name"]: slave["mii_status"] for slave in bond["slaves"]}
+            assert state == {"ens4": "up", "ens5": "down"}
+            # Traffic keeps flowing over the remaining member, in 9000-byte frames (ESP's largest packets on the VLAN).
+            ping = host.run("ping -c 20 -i 0.2 -W 5 -M do -s %d %s" % (ESP_PATH_MTU - 28, VLAN_ADDRESS["vm02"]))
+            assert ping.rc == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
+            # The alert, on both VMs: the cable is pulled at both ends, so vm02's ens5 lost its carrier as well.
+            # Exactly the contract's labels, the series' host, bond and member, and the scrape target's.
+            for name in NUMBER:
+                labels = {"host": name, "bond": "bond0", "netdev": "ens5"}
+                alerts, _waited = health_lab.wait_alert(api["prometheus"], api["alertmanager"], BOND_ALERT, labels,
+                                                        ALERT_S)
+                seconds[name] = time.monotonic() - pulled
+                assert [alert["labels"] for alert in alerts] == [dict(
+                    labels, alertname=BOND_ALERT, instance="127.0.0.1:%d" % metrics_forward(name), job="gpufabric",
+                    **BOND_ALERT_CONTRACT)], alerts
+                assert alerts[0]["annotations"]["summary"] == \
+                    "%s bond bond0 member ens5 has no LACP partner in sync" % name, alerts
+                with capsys.disabled():
+                    print("\n%s seen in Alertmanager %.1f s after the pull: %s"
+                          % (BOND_ALERT, seconds[name], json.dumps(alerts[0]["labels"], sort_keys=True)))
+        finally:
+            vmlab("link", "vm01", "ens5", "on")
+        restored = time.monotonic()
+        assert wait_for(lambda: bond_verify(read_bond(host), EXPECTED) == [], 60), \
+            bond_verify(read_bond(host), EXPECTED)
+        for name in NUMBER:
+            health_lab.wait_resolved(api["prometheus"], api["alertmanager"], BOND_ALERT,
+                                     {"host": name, "bond": "bond0", "netdev": "ens5"}, ALERT_S)
+        resolved = time.monotonic()
+        # Nothing but the pulled member's alert, on its two ends, fired from the pull to now.
+        fired = health_lab.fired_since(api["prometheus"], since)
+        assert sorted((alert["alertname"], alert.get("host"), alert.get("bond"), alert.get("netdev"))
+                      for alert in fired) == [
+            (BOND_ALERT, "vm01", "bond0", "ens5"), (BOND_ALERT, "vm02", "bond0", "ens5")], fired
+    with capsys.disabled():
+        print("\nhealth on the VMs: playbooks/health.yml %.0f s, Prometheus up and the lab healthy %.0f s, cable "
+              "pulled -> alert in Alertmanager %s, cable back -> resolved %.0f s; the test %.0f s"
+              % (deployed - started, healthy - deployed,
+                 ", ".join("%s %.0f s" % item for item in sorted(seconds.items())), resolved - restored,
+                 time.monotonic() - started))
 
 
 def test_rollback_over_the_bond(host, capsys):

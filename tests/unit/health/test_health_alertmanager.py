@@ -3,25 +3,20 @@ alert inhibits the node alerts behind its leaf and rail, not those behind anothe
 remediation receiver's route."""
 
 import json
-import shutil
-import socket
-import subprocess
+import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 import yaml
 
 from ansible_collections.gpufabric.core.plugins.module_utils import health_rules as hr
 
-BINARY = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
-pytestmark = pytest.mark.skipif(BINARY is None, reason="prometheus-alertmanager is not installed (scripts/setup.sh)")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from health_lab import ALERTMANAGER, alertmanager_process  # noqa: E402  pylint: disable=wrong-import-position
 
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+pytestmark = pytest.mark.skipif(ALERTMANAGER is None, reason="prometheus-alertmanager is not installed (scripts/setup.sh)")
 
 
 def api(base, path, payload=None):
@@ -34,27 +29,10 @@ def api(base, path, payload=None):
 
 @pytest.fixture
 def alertmanager(tmp_path):
-    config = tmp_path / "alertmanager.yml"
     # A webhook nobody listens on: delivery fails and is retried, which changes nothing about inhibition.
-    config.write_text(yaml.safe_dump(hr.alertmanager_config("http://127.0.0.1:9/hook", group_wait="1s"), sort_keys=False))
-    port, cluster = free_port(), free_port()
-    process = subprocess.Popen([BINARY, "--config.file", str(config), "--storage.path", str(tmp_path / "data"),
-                                "--web.listen-address", "127.0.0.1:%d" % port, "--cluster.listen-address", ""],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = "http://127.0.0.1:%d" % port
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            api(base, "/api/v2/status")
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail("alertmanager did not start: %s" % process.stderr.read().decode()[-2000:])
-            time.sleep(0.2)
-    yield base
-    process.terminate()
-    process.wait(timeout=10)
+    config = yaml.safe_dump(hr.alertmanager_config("http://127.0.0.1:9/hook", group_wait="1s"), sort_keys=False)
+    with alertmanager_process(tmp_path, config) as base:
+        yield base
 
 
 def alert(name, scope, remediation, **labels):
