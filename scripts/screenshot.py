@@ -16,14 +16,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))
+
+from report_check import find_chromium  # noqa: E402  the one lookup of Chromium's name, shared with the report check
 
 
 class Browser:
     """One headless Chromium, driven over the DevTools pipe."""
 
     def __init__(self, width, height):
-        chromium = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
-                         if shutil.which(name)), None)
+        chromium = find_chromium()
         if chromium is None:
             raise SystemExit("screenshot: chromium is not installed (apt-get install chromium)")
         self.profile = tempfile.mkdtemp(prefix="gpufabric-screenshot-")
