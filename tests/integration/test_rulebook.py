@@ -8,8 +8,8 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
+import sys
 import time
 import urllib.request
 
@@ -17,6 +17,9 @@ import pytest
 import yaml
 
 from integration_helpers import LOG_DIR, ROOT, tail
+
+sys.path.insert(0, str(ROOT / "tests"))
+from health_lab import free_port  # noqa: E402  pylint: disable=wrong-import-position
 
 RULEBOOKS = ROOT / "extensions" / "eda" / "rulebooks"
 
@@ -59,12 +62,6 @@ def test_the_controller_rulebook_keeps_the_same_sources_conditions_and_locks():
     awx = yaml.safe_load((ROOT / "playbooks" / "awx_configure.yml").read_text())[0]["vars"]["awx_job_templates"]
     [template] = [t for t in awx if t["name"] == "gpufabric remediate"]
     assert template["playbook"] == "playbooks/remediate.yml" and template["simultaneous"] is True
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def alert(status, scope, remediation, **labels):
