@@ -43,6 +43,7 @@ from health_lab import (  # noqa: E402
     prometheus_alerts,
     prometheus_query,
     recable,
+    series_count,
     set_link,
     wait_alert,
     wait_for,
@@ -170,14 +171,10 @@ def lab_bench():
         prometheus, alertmanager = ("http://%s:9090" % monitor["ansible_host"],
                                     "http://%s:9093" % monitor["ansible_host"])
 
-        def count(expr):
-            result = prometheus_query(prometheus, "count(%s)" % expr)
-            return int(float(result[0]["value"][1])) if result else 0
-
         # Green first: every node scraped, eight rails up and cabled as mapped, twelve SAs (4 nodes x 3 peers).
         for expr, wanted in (('up{job="gpufabric"} == 1', 4), ("gpufabric_port_up == 1", 8),
                              ("gpufabric_lldp_neighbour_ok == 1", 8), ("gpufabric_ipsec_child_sa_installed == 1", 12)):
-            wait_for("%s on %d series" % (expr, wanted), lambda: count(expr) == wanted, 300)
+            wait_for("%s on %d series" % (expr, wanted), lambda: series_count(prometheus, expr) == wanted, 300)
         wait_for("no alert pending or firing", lambda: not prometheus_alerts(prometheus), 300)
 
         if quiet_s > 0:  # BENCH_HEALTH_QUIET_S=0: straight to the faults

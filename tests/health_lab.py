@@ -42,6 +42,12 @@ def prometheus_query(prometheus, expr, at=None):
     return answer["data"]["result"]
 
 
+def series_count(prometheus, expr):
+    """How many series expr selects now (0 when it selects none)."""
+    result = prometheus_query(prometheus, "count(%s)" % expr)
+    return int(float(result[0]["value"][1])) if result else 0
+
+
 def prometheus_alerts(prometheus):
     """Prometheus's alerts (pending and firing): [{labels, state, activeAt, ...}]."""
     return http_json(prometheus + "/api/v1/alerts")["data"]["alerts"]

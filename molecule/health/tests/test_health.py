@@ -25,8 +25,8 @@ from health_lab import (  # noqa: E402
     in_container,
     matches,
     prometheus_alerts,
-    prometheus_query,
     recable,
+    series_count,
     set_link,
     wait_alert,
     wait_for,
@@ -85,11 +85,6 @@ def gone(api, name, labels):
     wait_resolved(api["prometheus"], api["alertmanager"], name, labels, RESOLVE_S)
 
 
-def count(api, expr):
-    result = prometheus_query(api["prometheus"], expr)
-    return int(float(result[0]["value"][1])) if result else 0
-
-
 def test_a_healthy_lab_is_all_green_and_raises_nothing(api):
     prometheus = api["prometheus"]
     # Every node scraped, and every check of the expected state passing: six rails up and cabled as the fabric
@@ -98,8 +93,8 @@ def test_a_healthy_lab_is_all_green_and_raises_nothing(api):
                          ("gpufabric_lldp_neighbour_ok == 1", 6), ("gpufabric_bgp_peer_established == 1", 1),
                          ("gpufabric_bfd_peer_up == 1", 1), ("gpufabric_ipsec_child_sa_installed == 1", 2),
                          ("gpufabric_health_source_up == 1", 9)):
-        wait_for("%s on %d series" % (expr, wanted), lambda: count(api, "count(%s)" % expr) == wanted, DETECT_S)
-    assert count(api, "count(gpufabric_health_source_up == 0)") == 0
+        wait_for("%s on %d series" % (expr, wanted), lambda: series_count(api["prometheus"], expr) == wanted, DETECT_S)
+    assert series_count(api["prometheus"], "gpufabric_health_source_up == 0") == 0
     wait_for("no alert pending or firing", lambda: not prometheus_alerts(prometheus), DETECT_S)
     assert alertmanager_alerts(api["alertmanager"]) == []
     STARTED.append(time.time())

@@ -632,11 +632,6 @@ def metrics_forward(name):
     return int(os.environ["GPUFABRIC_VMLAB_METRICS_PORT"]) + NUMBER[name]
 
 
-def series_count(api, expr):
-    result = health_lab.prometheus_query(api["prometheus"], "count(%s)" % expr)
-    return int(float(result[0]["value"][1])) if result else 0
-
-
 def test_a_pulled_cable_keeps_traffic_flowing_and_is_named(host, capsys):
     """ens5's cable pulled at both ends: bond_verify names it, traffic keeps flowing over ens4, and the health role's
     series raise GpufabricBondPartnerLost in Prometheus and Alertmanager, naming host, bond and member, on both VMs;
@@ -655,8 +650,8 @@ def test_a_pulled_cable_keeps_traffic_flowing_and_is_named(host, capsys):
     with health_lab.local_monitoring(EPHEMERAL / "monitoring", targets, thresholds, MONITORING_INTERVAL) as api:
         # Healthy first: both VMs scraped, both members of both bonds in sync, no alert pending or firing.
         health_lab.wait_for("both VMs scraped and their 4 bond members in sync",
-                            lambda: series_count(api, 'up{job="gpufabric"} == 1') == 2
-                            and series_count(api, "gpufabric_bond_member_in_sync == 1") == 4, ALERT_S)
+                            lambda: health_lab.series_count(api["prometheus"], 'up{job="gpufabric"} == 1') == 2
+                            and health_lab.series_count(api["prometheus"], "gpufabric_bond_member_in_sync == 1") == 4, ALERT_S)
         health_lab.wait_for("no alert", lambda: not health_lab.prometheus_alerts(api["prometheus"]), ALERT_S)
         assert health_lab.alertmanager_alerts(api["alertmanager"]) == []
         healthy = time.monotonic()
