@@ -17,14 +17,14 @@ from ansible_collections.gpufabric.core.plugins.module_utils import health_confi
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
 DEFAULTS = yaml.safe_load((ROOT / "roles" / "health" / "defaults" / "main.yml").read_text())
-# The templated defaults as Ansible renders them where the rdma role's rdma_roce_trust is not set.
-RENDERED = dict(DEFAULTS, health_roce_pfc_priority=DEFAULTS["health_roce_ecn_priority"], health_roce_trust="dscp")
+# The templated trust default as Ansible renders it where the rdma role's rdma_roce_trust is not set.
+RENDERED = dict(DEFAULTS, health_roce_trust="dscp")
 GOOD = dict(RENDERED, health_listen_address="10.0.0.11")
 
 
-def test_the_templated_roce_defaults_are_the_ones_rendered_here():
-    assert DEFAULTS["health_roce_pfc_priority"] == "{{ health_roce_ecn_priority }}"
+def test_the_roce_defaults_follow_the_rdma_role_and_the_ecn_priority():
     assert DEFAULTS["health_roce_trust"] == "{{ rdma_roce_trust | default('dscp') }}"
+    assert DEFAULTS["health_roce_pfc_priority"] == DEFAULTS["health_roce_ecn_priority"]
 
 
 def test_the_role_defaults_have_no_problem_once_the_listen_address_is_rendered():
