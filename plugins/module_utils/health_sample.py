@@ -28,7 +28,8 @@ SCHEMA_VERSION = 1
 ZERO_MAC = "00:00:00:00:00:00"
 _UP_IB_STATES = ("ACTIVE",)
 _LACP_IN_SYNC = 0x08 | 0x10 | 0x20  # synchronization, collecting, distributing
-# mlnx_qos speaks to mlx5 netdevs only: on another driver's RoCE port its failure would read as "cannot see".
+# mlnx_qos speaks to mlx5 netdevs only: on another driver's RoCE port, a bond (RoCE LAG) or Soft-RoCE's parent its
+# failure would read as "cannot see".
 _MLNX_QOS_DRIVERS = ("mlx5_core",)
 
 METRICS = (
@@ -342,11 +343,11 @@ class Sampler:
 
     def _qos_sample(self, families, labels, netdev, roce, sources):
         """Trust state and PFC per priority as mlnx_qos finds them, against the expected ones. mlnx_qos not installed
-        (an inbox-driver host: the rdma role then leaves trust as it is) or a netdev of another driver is unknown and
-        no source; installed but failing is the mlnx_qos source down."""
-        driver = health_readers.read_netdev_driver(self.sys_root, netdev)
+        (an inbox-driver host: the rdma role then leaves trust as it is) or a netdev not of mlx5_core (a bond, a
+        virtual or another vendor's netdev) is unknown and no source; installed but failing is the mlnx_qos source
+        down."""
         qos = None
-        if driver is None or driver in _MLNX_QOS_DRIVERS:
+        if health_readers.read_netdev_driver(self.sys_root, netdev) in _MLNX_QOS_DRIVERS:
             key = "mlnx_qos:" + netdev
             ok, out = self.command(key, ["mlnx_qos", "-i", netdev])
             if ok:
