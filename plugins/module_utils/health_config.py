@@ -18,7 +18,7 @@ import json
 import re
 import socket
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_rules, swanctl_mesh
+from ansible_collections.gpufabric.core.plugins.module_utils import health_rules, mlnx_qos, swanctl_mesh
 
 # The fastest Ethernet and InfiniBand ports sold (800 Gb/s: ConnectX-8, XDR) with room for the next generation; an
 # expected rate above this is a typo (Mb/s given as Gb/s), not a NIC.
@@ -26,7 +26,8 @@ MAX_PORT_RATE_GBPS = 1600
 MANAGED = "Ansible managed"
 # Labels of the gpufabric series themselves: a target label of the same name would overwrite theirs.
 RESERVED_TARGET_LABELS = frozenset(("host", "rail", "netdev", "device", "port", "leaf", "leaf_port", "seen_leaf",
-                                    "seen_port", "peer", "child", "bond", "source", "pci", "kind", "job", "instance"))
+                                    "seen_port", "peer", "child", "bond", "source", "pci", "kind", "job", "instance",
+                                    "trust", "seen_trust", "lossless"))
 PACKAGE = "gpufabric_health"
 _UNIT_NAME = re.compile(r"^[A-Za-z0-9_.@-]+\.service$")
 # A DNS name (RFC 1123 labels): what an inventory's ansible_host holds when it is not an address.
@@ -121,9 +122,14 @@ def problems(settings):
     webhook = settings.get("health_alertmanager_webhook_url") or ""
     if not isinstance(webhook, str) or webhook and not re.match(r"^https?://[^\s]+$", webhook):
         found.append("health_alertmanager_webhook_url: %r is not an http(s) URL" % (webhook,))
-    priority = settings.get("health_roce_ecn_priority")
-    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 7):
-        found.append("health_roce_ecn_priority: %r is not a priority (0 to 7, or null for no ECN check)" % (priority,))
+    for name, check in (("health_roce_ecn_priority", "ECN"), ("health_roce_pfc_priority", "PFC")):
+        priority = settings.get(name)
+        if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 7):
+            found.append("%s: %r is not a priority (0 to 7, or null for no %s check)" % (name, priority, check))
+    trust = settings.get("health_roce_trust")
+    if trust not in mlnx_qos.TRUST_STATES + ("", None):
+        found.append("health_roce_trust: %r is not a trust state (%s, or empty for no check)"
+                     % (trust, " or ".join(mlnx_qos.TRUST_STATES)))
     found += monitoring_problems(settings)
     return found
 
@@ -251,15 +257,17 @@ def pcie_from_topology(topology):
     return links
 
 
-def with_roce_expectations(rails, ecn_priority):
-    """RoCE rails (Ethernet link layer on an RDMA device) expected with ECN on at ecn_priority (None: not
-    checked); a rail that names its own roce settings keeps them."""
+def with_roce_expectations(rails, ecn_priority, trust=None, pfc_priority=None):
+    """RoCE rails (Ethernet link layer on an RDMA device) expected with ECN on at ecn_priority, QoS trust `trust`
+    and PFC on at pfc_priority (each None or empty: not checked); a rail that names its own roce settings keeps
+    them."""
+    expectations = {key: value for key, value in (("ecn_priority", ecn_priority), ("trust", trust or None),
+                                                  ("pfc_priority", pfc_priority)) if value is not None}
     out = []
     for rail in rails:
         rail = dict(rail)
-        if ecn_priority is not None and rail.get("device") and rail.get("link_layer") == "Ethernet" \
-                and "roce" not in rail:
-            rail["roce"] = {"ecn_priority": ecn_priority}
+        if expectations and rail.get("device") and rail.get("link_layer") == "Ethernet" and "roce" not in rail:
+            rail["roce"] = dict(expectations)
         out.append(rail)
     return out
 

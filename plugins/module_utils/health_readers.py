@@ -223,3 +223,11 @@ def read_roce_ecn(sys_root, netdev, priority):
         value = _int(read_text(os.path.join(base, role, "enable", str(priority))))
         values.append(None if value is None else value == 1)
     return tuple(values)
+
+
+def read_netdev_driver(sys_root, netdev):
+    """The kernel driver bound to a netdev's device ("mlx5_core"), None when sysfs does not say (virtual netdevs)."""
+    try:
+        return os.path.basename(os.readlink(os.path.join(sys_root, "class", "net", netdev, "device", "driver")))
+    except OSError:
+        return None

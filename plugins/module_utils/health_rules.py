@@ -139,6 +139,14 @@ def rule_groups(thresholds=None, evaluation_interval=None):
         _alert("GpufabricRoceEcnOff", "gpufabric_roce_ecn_enabled == 0", t["qos_for"], "node", "drain", "warning",
                "%s has ECN off at the {{ $labels.point }} point of priority {{ $labels.priority }}" % where,
                "ECN on", "ECN off"),
+        _alert("GpufabricRoceTrustMismatch", "gpufabric_roce_trust_ok == 0", t["qos_for"], "node", "drain", "warning",
+               "%s trusts {{ $labels.seen_trust }} for QoS, not {{ $labels.trust }}" % where,
+               "trust {{ $labels.trust }}", "trust {{ $labels.seen_trust }}"),
+        # Not drained: PFC is mostly the switch's (DCBX) or the site's, and the rdma role does not set it, so a
+        # drain would not fix it and one leaf's DCBX change would drain every node behind it.
+        _alert("GpufabricRocePfcOff", 'gpufabric_roce_pfc_enabled{lossless="true"} == 0', t["qos_for"], "node", "none",
+               "warning", "%s has PFC off on its lossless priority {{ $labels.priority }}" % where,
+               "PFC on", "PFC off"),
         _alert("GpufabricPauseStorm",
                "rate(gpufabric_roce_pause_frames_total[2m]) > %s" % t["pause_frames_per_second"], "2m", "node", "none",
                "warning", "%s {{ $labels.direction }} {{ $labels.priority }} pause frames at {{ $value | humanize }}/s" % where,

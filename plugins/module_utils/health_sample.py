@@ -5,9 +5,10 @@
 gpufabric.core.health_config) against what the host shows now, as Prometheus series.
 
 The gpufabric-health service builds a Sampler once and calls sample() every interval; sysfs is read every time,
-commands (lldpcli, vtysh, swanctl, ethtool) every command_interval, their last answer kept in between. Every series
-carries what it is compared with: an expected value in a series of its own (rate, PCIe width and speed) or in its
-labels (the LLDP neighbour's expected leaf and port beside the one seen). A source that cannot be read makes its
+commands (lldpcli, vtysh, swanctl, ethtool, mlnx_qos) every command_interval, their last answer kept in between. Every
+series carries what it is compared with: an expected value in a series of its own (rate, PCIe width and speed) or in
+its labels (the LLDP neighbour's expected leaf and port beside the one seen, the expected RoCE trust beside the one
+found). A source that cannot be read makes its
 series NaN (unknown) and gpufabric_health_source_up{source} 0: the rules say "cannot see", never "down".
 
 Standard library only, relative imports only: the health role installs this file unchanged on each host.
@@ -19,7 +20,7 @@ import os
 import time
 
 from . import bonding as bonding_parser
-from . import frr_status, health_readers, lldp, swanctl, topology
+from . import frr_status, health_readers, lldp, mlnx_qos, swanctl, topology
 from .parse_common import ParseError
 from .prometheus_text import Exposition
 
@@ -27,11 +28,14 @@ SCHEMA_VERSION = 1
 ZERO_MAC = "00:00:00:00:00:00"
 _UP_IB_STATES = ("ACTIVE",)
 _LACP_IN_SYNC = 0x08 | 0x10 | 0x20  # synchronization, collecting, distributing
+# mlnx_qos speaks to mlx5 netdevs only: on another driver's RoCE port, a bond (RoCE LAG) or Soft-RoCE's parent its
+# failure would read as "cannot see".
+_MLNX_QOS_DRIVERS = ("mlx5_core",)
 
 METRICS = (
     ("gpufabric_health_sample_timestamp_seconds", "gauge", "When gpufabric-health last finished a sample (Unix time)."),
     ("gpufabric_health_source_up", "gauge", "1 when the sampler could read the source (sysfs, lldp, frr, swanctl, "
-     "bonding, ethtool), 0 when it could not: its checks are then unknown (NaN), not failed."),
+     "bonding, ethtool, mlnx_qos), 0 when it could not: its checks are then unknown (NaN), not failed."),
     ("gpufabric_port_up", "gauge", "1 when the rail's port is up, 0 when down, NaN when unknown; every rail is "
      "expected up."),
     ("gpufabric_port_rate_bytes_per_second", "gauge", "Rate the rail's port negotiated, bytes/s (NaN when unknown or "
@@ -61,6 +65,10 @@ METRICS = (
      "0 when not, NaN when charon cannot be asked."),
     ("gpufabric_roce_ecn_enabled", "gauge", "1 when ECN (DCQCN) is on for the RoCE priority at the notification (np) "
      "or reaction (rp) point, 0 when off, NaN when unknown; expected 1."),
+    ("gpufabric_roce_trust_ok", "gauge", "1 when the RoCE netdev's QoS trust state (mlnx_qos) is the expected one "
+     "(label trust), 0 when another (label seen_trust), NaN when unknown (mlnx_qos absent or failing)."),
+    ("gpufabric_roce_pfc_enabled", "gauge", "1 when PFC is on for the priority (mlnx_qos), 0 when off, NaN when "
+     "unknown; lossless=\"true\" marks the priority expected lossless (expected 1), the others are shown as found."),
     ("gpufabric_roce_pause_frames_total", "counter", "Pause frames by direction and priority (global = 802.3x, 0-7 = "
      "PFC), from ethtool -S."),
     ("gpufabric_roce_out_of_buffer_total", "counter", "Packets the NIC dropped for want of a receive buffer "
@@ -113,25 +121,35 @@ class Sampler:
         self.command_interval = float(expected.get("command_interval") or 0)
         self.host = expected["host"]
         self._commands = {}
+        self._absent = set()
         self._ports = {}
 
     # -- commands, cached for command_interval ------------------------------------------------------------------
     def command(self, key, argv):
-        """(ok, stdout) of argv, run at most once per command_interval."""
+        """(ok, stdout) of argv, run at most once per command_interval; absent(key) tells whether its program was
+        missing at the last run."""
         now = self.clock()
         cached = self._commands.get(key)
         if cached and now - cached[0] < self.command_interval:
             return cached[1]
+        self._absent.discard(key)
         if self.run is None:
             result = (False, "")
         else:
             try:
                 code, out = self.run(argv)
                 result = (code == 0, out)
+            except FileNotFoundError:
+                self._absent.add(key)
+                result = (False, "")
             except OSError:
                 result = (False, "")
         self._commands[key] = (now, result)
         return result
+
+    def absent(self, key):
+        """True when the program of command key was not installed at its last run."""
+        return key in self._absent
 
     # -- the sample --------------------------------------------------------------------------------------------
     def sample(self):
@@ -305,6 +323,8 @@ class Sampler:
             if priority is not None and rail.get("netdev"):
                 for point, value in zip(("np", "rp"), health_readers.read_roce_ecn(self.sys_root, rail["netdev"], priority)):
                     families["gpufabric_roce_ecn_enabled"].add(dict(labels, priority=str(priority), point=point), value)
+            if rail.get("netdev") and (roce.get("trust") or roce.get("pfc_priority") is not None):
+                self._qos_sample(families, labels, rail["netdev"], roce, sources)
             if rail.get("netdev"):
                 ok, out = self.command("ethtool:" + rail["netdev"], ["ethtool", "-S", rail["netdev"]])
                 sources["ethtool"] = sources.get("ethtool", True) and ok
@@ -320,3 +340,30 @@ class Sampler:
                 for kind, name in (("sent", "np_cnp_sent"), ("handled", "rp_cnp_handled")):
                     if name in hw:
                         families["gpufabric_roce_cnp_total"].add(dict(labels, kind=kind), hw[name])
+
+    def _qos_sample(self, families, labels, netdev, roce, sources):
+        """Trust state and PFC per priority as mlnx_qos finds them, against the expected ones. mlnx_qos not installed
+        (an inbox-driver host: the rdma role then leaves trust as it is) or a netdev not of mlx5_core (a bond, a
+        virtual or another vendor's netdev) is unknown and no source; installed but failing is the mlnx_qos source
+        down."""
+        qos = None
+        if health_readers.read_netdev_driver(self.sys_root, netdev) in _MLNX_QOS_DRIVERS:
+            key = "mlnx_qos:" + netdev
+            ok, out = self.command(key, ["mlnx_qos", "-i", netdev])
+            if ok:
+                try:
+                    qos = mlnx_qos.parse_mlnx_qos(out)
+                except ParseError:
+                    qos = None
+            if not self.absent(key):
+                sources["mlnx_qos"] = sources.get("mlnx_qos", True) and qos is not None
+        if roce.get("trust"):
+            seen = "" if qos is None else qos["trust"]
+            families["gpufabric_roce_trust_ok"].add(dict(labels, trust=roce["trust"], seen_trust=seen),
+                                                    None if qos is None else seen == roce["trust"])
+        lossless = roce.get("pfc_priority")
+        if lossless is not None:
+            for priority in mlnx_qos.PRIORITIES:
+                families["gpufabric_roce_pfc_enabled"].add(
+                    dict(labels, priority=str(priority), lossless="true" if priority == lossless else "false"),
+                    None if qos is None else qos["pfc_enabled"][priority])

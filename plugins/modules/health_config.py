@@ -73,6 +73,14 @@ options:
   roce_ecn_priority:
     description: The priority whose ECN (DCQCN) must be on at both points of every RoCE rail; unset for no check.
     type: int
+  roce_pfc_priority:
+    description: The priority whose PFC must be on (lossless) on every RoCE rail with an mlx5 NIC; unset for no check.
+    type: int
+  roce_trust:
+    description: The QoS trust state every RoCE rail's mlx5 NIC must be in, as C(mlnx_qos) reports it; empty for no check.
+    type: str
+    choices: [dscp, pcp, ""]
+    default: ""
   module_utils:
     description: File name to content of the collection's module_utils the sampler imports.
     type: dict
@@ -197,6 +205,8 @@ def main():
             "ipsec_revoked": {"type": "list", "elements": "str", "default": []},
             "topology": {"type": "dict", "default": {}},
             "roce_ecn_priority": {"type": "int"},
+            "roce_pfc_priority": {"type": "int"},
+            "roce_trust": {"type": "str", "choices": ["dscp", "pcp", ""], "default": ""},
             "module_utils": {"type": "dict", "required": True},
             "package": {"type": "dict", "required": True},
             "lib_dir": {"type": "path", "default": "/usr/local/lib/gpufabric-health"},
@@ -231,8 +241,9 @@ def main():
     if problems:
         module.fail_json(msg="Nothing was changed: %s" % "; ".join(problems))
     rails = params["rails"] or hc.rails_from_fabric_map(params["fabric_map"], params["host"])
+    rails = hc.with_roce_expectations(rails, params["roce_ecn_priority"], params["roce_trust"], params["roce_pfc_priority"])
     params["expected_state"] = hc.expected_state(
-        params["host"], hc.with_roce_expectations(rails, params["roce_ecn_priority"]),
+        params["host"], rails,
         params["interval"], params["command_interval"], os.path.join(params["textfile_dir"], "gpufabric_health.prom"),
         bonds=params["bonds"], uplinks=params["uplinks"], pcie=hc.pcie_from_topology(params["topology"]),
         ipsec=hc.ipsec_expected(params["host"], params["ipsec_members"], params["ipsec_gateways"],

@@ -17,11 +17,18 @@ from ansible_collections.gpufabric.core.plugins.module_utils import health_confi
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
 DEFAULTS = yaml.safe_load((ROOT / "roles" / "health" / "defaults" / "main.yml").read_text())
-GOOD = dict(DEFAULTS, health_listen_address="10.0.0.11")
+# The templated trust default as Ansible renders it where the rdma role's rdma_roce_trust is not set.
+RENDERED = dict(DEFAULTS, health_roce_trust="dscp")
+GOOD = dict(RENDERED, health_listen_address="10.0.0.11")
+
+
+def test_the_roce_defaults_follow_the_rdma_role_and_the_ecn_priority():
+    assert DEFAULTS["health_roce_trust"] == "{{ rdma_roce_trust | default('dscp') }}"
+    assert DEFAULTS["health_roce_pfc_priority"] == DEFAULTS["health_roce_ecn_priority"]
 
 
 def test_the_role_defaults_have_no_problem_once_the_listen_address_is_rendered():
-    assert hc.problems(dict(DEFAULTS, health_listen_address="gpu-a01.mgmt.example.com")) == []
+    assert hc.problems(dict(RENDERED, health_listen_address="gpu-a01.mgmt.example.com")) == []
 
 
 def test_good_settings_have_no_problem():
@@ -43,6 +50,10 @@ def test_good_settings_have_no_problem():
     ({"health_target_labels": {"leaf": "leaf-a"}}, "health_target_labels.leaf"),
     ({"health_target_labels": {"rack-1": "r1"}}, "health_target_labels.rack-1"),
     ({"health_roce_ecn_priority": 8}, "health_roce_ecn_priority"),
+    ({"health_roce_pfc_priority": -1}, "health_roce_pfc_priority"),
+    ({"health_roce_pfc_priority": True}, "health_roce_pfc_priority"),
+    ({"health_roce_trust": "vlan"}, "health_roce_trust"),
+    ({"health_roce_trust": "dscp\n"}, "health_roce_trust"),
     ({"health_monitoring_dir": "prometheus/rules"}, "health_monitoring_dir"),
     ({"health_monitoring_scrape_interval": "0s"}, "health_monitoring_scrape_interval"),
     ({"health_monitoring_evaluation_interval": "fast"}, "health_monitoring_evaluation_interval"),
@@ -97,6 +108,11 @@ def test_pcie_links_and_roce_expectations_from_the_topology():
              {"rail": "rail1", "device": "mlx5_1", "link_layer": "InfiniBand"},
              {"rail": "rail2", "netdev": "eth2", "link_layer": "Ethernet"}]
     assert [rail.get("roce") for rail in hc.with_roce_expectations(rails, 3)] == [{"ecn_priority": 3}, None, None]
+    assert [rail.get("roce") for rail in hc.with_roce_expectations(rails, 3, "dscp", 3)] == [
+        {"ecn_priority": 3, "trust": "dscp", "pfc_priority": 3}, None, None]
+    # No ECN check but trust still checked; empty trust and null priorities check nothing.
+    assert hc.with_roce_expectations(rails, None, "pcp")[0]["roce"] == {"trust": "pcp"}
+    assert "roce" not in hc.with_roce_expectations(rails, None, "", None)[0]
     assert [rail.get("roce") for rail in hc.with_roce_expectations(rails, None)] == [None, None, None]
 
 

@@ -96,6 +96,23 @@ CASES = {
     "ECN off on the RoCE priority": (
         [series("gpufabric_roce_ecn_enabled", dict(NODE, priority="3", point="np"), "0x40")],
         [fired("GpufabricRoceEcnOff", "6m", node_alert("GpufabricRoceEcnOff", dict(NODE, priority="3", point="np")))]),
+    "RoCE trust pcp where dscp is expected for 5 min fires, a 3 min one does not, and it resolves": (
+        [series("gpufabric_roce_trust_ok", dict(NODE, trust="dscp", seen_trust="pcp"), "0x40 stale"),
+         series("gpufabric_roce_trust_ok", dict(NODE, trust="dscp", seen_trust="dscp"), "_x41 1x10"),
+         series("gpufabric_roce_trust_ok", dict(NODE, host="node2", trust="dscp", seen_trust="pcp"), "0x18 stale"),
+         series("gpufabric_roce_trust_ok", dict(NODE, host="node2", trust="dscp", seen_trust="dscp"), "_x19 1x32")],
+        [silent("GpufabricRoceTrustMismatch", "4m50s"),
+         fired("GpufabricRoceTrustMismatch", "5m30s",
+               node_alert("GpufabricRoceTrustMismatch", dict(NODE, trust="dscp", seen_trust="pcp"))),
+         silent("GpufabricRoceTrustMismatch", "7m")]),
+    "PFC off on the lossless priority for 5 min warns (not drained), a 3 min one and other priorities do not, and it resolves": (
+        [series("gpufabric_roce_pfc_enabled", dict(NODE, priority="3", lossless="true"), "0x40 1x10"),
+         series("gpufabric_roce_pfc_enabled", dict(NODE, priority="0", lossless="false"), "0x50"),
+         series("gpufabric_roce_pfc_enabled", dict(NODE, host="node2", priority="3", lossless="true"), "0x18 1x32")],
+        [silent("GpufabricRocePfcOff", "4m50s"),
+         fired("GpufabricRocePfcOff", "5m30s",
+               node_alert("GpufabricRocePfcOff", dict(NODE, priority="3", lossless="true"), remediation="none")),
+         silent("GpufabricRocePfcOff", "7m")]),
     "a pause storm is reported, never drained": (
         [series("gpufabric_roce_pause_frames_total", dict(NODE, direction="rx", priority="3"), "0+30000x30")],
         [fired("GpufabricPauseStorm", "5m", node_alert("GpufabricPauseStorm", dict(NODE, direction="rx", priority="3"), remediation="none"))]),

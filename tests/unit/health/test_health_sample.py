@@ -180,3 +180,114 @@ def test_the_bond_members_in_sync_of_a_churned_capture():
     bond = health_sample.bonding_parser.parse_bonding(read_fixture("bonding/magpie-802.3ad-churned-mixed-speed-misconfig.txt"))
     verdicts = {slave["name"]: health_sample.member_in_sync(bond, slave["name"]) for slave in bond["slaves"]}
     assert any(not ok for ok, _why in verdicts.values()), verdicts
+
+
+# -- RoCE QoS: mlnx_qos answering with the real captures in tests/fixtures/mlnx_qos ------------------------------------
+
+def bind_driver(host, netdev, driver):
+    """The netdev's device bound to driver, as sysfs links it: class/net/NETDEV/device/driver -> bus/pci/drivers/DRIVER."""
+    target = host["sys_root"] / "bus" / "pci" / "drivers" / driver
+    target.mkdir(parents=True, exist_ok=True)
+    device = host["sys_root"] / "class" / "net" / netdev / "device"
+    device.mkdir(exist_ok=True)
+    (device / "driver").symlink_to(target)
+
+
+@pytest.fixture
+def mlx5_host(host):
+    bind_driver(host, "eth1", "mlx5_core")
+    return host
+
+
+def roce_qos_state(trust="dscp", pfc_priority=3):
+    state = expected_state()
+    state["rails"][0]["roce"] = {"trust": trust, "pfc_priority": pfc_priority}
+    return state
+
+
+def answering_mlnx_qos(host, answer):
+    """The host's commands, with mlnx_qos printing answer (a fixture) or exiting as answer says."""
+    def run(argv):
+        if argv[0] == "mlnx_qos":
+            host["calls"].append(argv)
+            return answer if isinstance(answer, tuple) else (0, read_fixture("mlnx_qos/" + answer))
+        return host["run"](argv)
+    return run
+
+
+def qos_sample(host, state, run, clock=None):
+    sampler = health_sample.Sampler(state, run=run, clock=clock or Clock(), sys_root=host["sys"], proc_root=host["proc"])
+    return sampler, families(sampler.sample().render())
+
+
+def pfc_by_priority(found):
+    return {(labels["priority"], labels["lossless"]): value for labels, value in values(found["gpufabric_roce_pfc_enabled"])}
+
+
+def test_trust_and_pfc_as_configured_on_a_firmware_dcbx_nic(mlx5_host):
+    _sampler, found = qos_sample(mlx5_host, roce_qos_state(), answering_mlnx_qos(mlx5_host, "firmware-dscp-pfc3-ets.txt"))
+    assert ["mlnx_qos", "-i", "eth1"] in mlx5_host["calls"]
+    [(labels, ok)] = values(found["gpufabric_roce_trust_ok"])
+    assert (labels["rail"], labels["netdev"], labels["trust"], labels["seen_trust"], ok) == ("rail0", "eth1", "dscp", "dscp", 1.0)
+    pfc = pfc_by_priority(found)
+    assert pfc == {(str(priority), "true" if priority == 3 else "false"): 1.0 if priority == 3 else 0.0 for priority in range(8)}
+    assert values(found["gpufabric_health_source_up"], source="mlnx_qos")[0][1] == 1.0
+
+
+def test_trust_pcp_and_pfc_off_where_dscp_and_lossless_3_are_expected(mlx5_host):
+    _sampler, found = qos_sample(mlx5_host, roce_qos_state(), answering_mlnx_qos(mlx5_host, "os-pcp-pfc-off.txt"))
+    [(labels, ok)] = values(found["gpufabric_roce_trust_ok"])
+    assert (labels["trust"], labels["seen_trust"], ok) == ("dscp", "pcp", 0.0)
+    assert pfc_by_priority(found)[("3", "true")] == 0.0
+    assert values(found["gpufabric_health_source_up"], source="mlnx_qos")[0][1] == 1.0  # read: a fault, not blindness
+
+
+def test_pcp_trust_expected_and_found_with_pfc_on_3(mlx5_host):
+    _sampler, found = qos_sample(mlx5_host, roce_qos_state(trust="pcp"), answering_mlnx_qos(mlx5_host, "os-pcp-pfc3.txt"))
+    assert values(found["gpufabric_roce_trust_ok"])[0][1] == 1.0
+    assert pfc_by_priority(found)[("3", "true")] == 1.0
+
+
+def test_without_mlnx_qos_installed_trust_and_pfc_are_unknown_and_no_source_is_down(mlx5_host):
+    """An mlx5 host on inbox drivers: mlnx_qos is not there, so trust and PFC are NaN and GpufabricCannotSee has no
+    series to fire on."""
+    _sampler, found = qos_sample(mlx5_host, roce_qos_state(), mlx5_host["run"])
+    [(labels, ok)] = values(found["gpufabric_roce_trust_ok"])
+    assert math.isnan(ok) and labels["seen_trust"] == ""
+    assert len(pfc_by_priority(found)) == 8 and all(math.isnan(value) for value in pfc_by_priority(found).values())
+    assert values(found["gpufabric_health_source_up"], source="mlnx_qos") == []
+
+
+@pytest.mark.parametrize("answer", [(1, ""), (0, "Netlink error: Operation not supported\n")])
+def test_mlnx_qos_installed_but_failing_is_unknown_and_its_source_down(mlx5_host, answer):
+    _sampler, found = qos_sample(mlx5_host, roce_qos_state(), answering_mlnx_qos(mlx5_host, answer))
+    assert math.isnan(values(found["gpufabric_roce_trust_ok"])[0][1])
+    assert values(found["gpufabric_health_source_up"], source="mlnx_qos")[0][1] == 0.0
+
+
+@pytest.mark.parametrize("driver", ["bnxt_en", None])  # another vendor's RoCE NIC; a bond or veth (no device)
+def test_a_netdev_not_of_mlx5_is_not_asked(host, driver):
+    if driver:
+        bind_driver(host, "eth1", driver)
+    _sampler, found = qos_sample(host, roce_qos_state(), answering_mlnx_qos(host, "os-pcp-pfc3.txt"))
+    assert not [call for call in host["calls"] if call[0] == "mlnx_qos"]
+    assert math.isnan(values(found["gpufabric_roce_trust_ok"])[0][1])
+    assert values(found["gpufabric_health_source_up"], source="mlnx_qos") == []
+
+
+def test_no_trust_or_pfc_expected_runs_no_mlnx_qos(mlx5_host):
+    _sampler, found = qos_sample(mlx5_host, roce_qos_state(trust="", pfc_priority=None), answering_mlnx_qos(mlx5_host, "os-pcp-pfc3.txt"))
+    assert not [call for call in mlx5_host["calls"] if call[0] == "mlnx_qos"]
+    assert "gpufabric_roce_trust_ok" not in found and "gpufabric_roce_pfc_enabled" not in found  # no samples, no family
+
+
+def test_mlnx_qos_runs_once_per_command_interval(mlx5_host):
+    clock = Clock()
+    sampler, _found = qos_sample(mlx5_host, roce_qos_state(), answering_mlnx_qos(mlx5_host, "os-pcp-pfc3.txt"), clock)
+    for _sample in range(2):
+        clock.now += 3
+        sampler.sample()
+    assert len([call for call in mlx5_host["calls"] if call[0] == "mlnx_qos"]) == 1
+    clock.now += 10
+    sampler.sample()
+    assert len([call for call in mlx5_host["calls"] if call[0] == "mlnx_qos"]) == 2
