@@ -85,6 +85,23 @@ def threshold_problems(thresholds, name="health_thresholds"):
     return problems
 
 
+def _qos_interval_problems(value, thresholds):
+    """The QoS interval in range, and shorter than the QoS alerts' `for`: a reading is held for the whole interval,
+    so one reading of a passing state (a DCBX exchange under way) must not last long enough to fire."""
+    qos_interval = _number(value)
+    if qos_interval is None or not 1 <= qos_interval <= 3600:
+        return ["health_qos_interval: %r is out of range (1 to 3600 seconds)" % (value,)]
+    qos_for = thresholds.get("qos_for", health_rules.DEFAULT_THRESHOLDS["qos_for"]) if isinstance(thresholds, dict) else None
+    try:
+        qos_for_seconds = health_rules.duration_seconds(qos_for)
+    except (TypeError, ValueError):
+        return []  # threshold_problems names it
+    if qos_interval >= qos_for_seconds:
+        return ["health_qos_interval: %r is not shorter than health_thresholds.qos_for (%s): one reading of a passing "
+                "state would be held long enough to fire" % (value, qos_for)]
+    return []
+
+
 def problems(settings):
     """Every problem of the health role's variables (a dict of them, names as in the role), each naming its
     variable; [] when they are usable."""
@@ -96,6 +113,7 @@ def problems(settings):
     if command_interval is None or not 1 <= command_interval <= 3600:
         found.append("health_command_interval: %r is out of range (1 to 3600 seconds)"
                      % (settings.get("health_command_interval"),))
+    found += _qos_interval_problems(settings.get("health_qos_interval"), settings.get("health_thresholds") or {})
     found += threshold_problems(settings.get("health_thresholds") or {})
     address = settings.get("health_listen_address")
     if not isinstance(address, str) or not (_is_ip(address) or _HOST_NAME.fullmatch(address)):
@@ -173,13 +191,15 @@ def monitoring_problems(settings):
     return found
 
 
-def expected_state(host, rails, interval, command_interval, textfile, bonds=(), uplinks=(), ipsec=(), pcie=()):
+def expected_state(host, rails, interval, command_interval, textfile, bonds=(), uplinks=(), ipsec=(), pcie=(),
+                   qos_interval=None):
     """The expected-state document gpufabric-health reads (health_sample.SCHEMA_VERSION)."""
     return {
         "version": 1,
         "host": host,
         "interval": interval,
         "command_interval": command_interval,
+        "qos_interval": qos_interval or command_interval,
         "textfile": textfile,
         "rails": [dict(rail) for rail in rails],
         "pcie": [dict(item) for item in pcie],

@@ -5,7 +5,8 @@
 gpufabric.core.health_config) against what the host shows now, as Prometheus series.
 
 The gpufabric-health service builds a Sampler once and calls sample() every interval; sysfs is read every time,
-commands (lldpcli, vtysh, swanctl, ethtool, mlnx_qos) every command_interval, their last answer kept in between. Every
+commands (lldpcli, vtysh, swanctl, ethtool) every command_interval and mlnx_qos every qos_interval, their last answer
+kept in between. Every
 series carries what it is compared with: an expected value in a series of its own (rate, PCIe width and speed) or in
 its labels (the LLDP neighbour's expected leaf and port beside the one seen, the expected RoCE trust beside the one
 found). A source that cannot be read makes its
@@ -119,18 +120,21 @@ class Sampler:
         self.sys_root = sys_root or expected.get("sys_root") or "/sys"
         self.proc_root = proc_root or expected.get("proc_root") or "/proc"
         self.command_interval = float(expected.get("command_interval") or 0)
+        # mlnx_qos is a Python program (about 0.1 s of CPU a run): asked every command_interval on eight rails it
+        # would cost several percent of a core for a setting that changes only when someone changes it.
+        self.qos_interval = float(expected.get("qos_interval") or self.command_interval)
         self.host = expected["host"]
         self._commands = {}
         self._absent = set()
         self._ports = {}
 
     # -- commands, cached for command_interval ------------------------------------------------------------------
-    def command(self, key, argv):
-        """(ok, stdout) of argv, run at most once per command_interval; absent(key) tells whether its program was
-        missing at the last run."""
+    def command(self, key, argv, interval=None):
+        """(ok, stdout) of argv, run at most once per interval (command_interval unless given); absent(key) tells
+        whether its program was missing at the last run."""
         now = self.clock()
         cached = self._commands.get(key)
-        if cached and now - cached[0] < self.command_interval:
+        if cached and now - cached[0] < (self.command_interval if interval is None else interval):
             return cached[1]
         self._absent.discard(key)
         if self.run is None:
@@ -349,7 +353,7 @@ class Sampler:
         qos = None
         if health_readers.read_netdev_driver(self.sys_root, netdev) in _MLNX_QOS_DRIVERS:
             key = "mlnx_qos:" + netdev
-            ok, out = self.command(key, ["mlnx_qos", "-i", netdev])
+            ok, out = self.command(key, ["mlnx_qos", "-i", netdev], self.qos_interval)
             if ok:
                 try:
                     qos = mlnx_qos.parse_mlnx_qos(out)

@@ -26,9 +26,13 @@ options:
     type: int
     default: 5
   command_interval:
-    description: Seconds between runs of the sampler's commands.
+    description: Seconds between runs of the sampler's commands (lldpcli, vtysh, swanctl, ethtool).
     type: int
     default: 10
+  qos_interval:
+    description: Seconds between runs of C(mlnx_qos) on each RoCE rail of an mlx5 NIC.
+    type: int
+    default: 240
   rails:
     description: The rails to watch (rail, netdev, device, port, link_layer, expected_rate_gbps, leaf, leaf_port); empty
       takes the host's rails from O(fabric_map).
@@ -196,6 +200,7 @@ def main():
             "host": {"type": "str", "required": True},
             "interval": {"type": "int", "default": 5},
             "command_interval": {"type": "int", "default": 10},
+            "qos_interval": {"type": "int", "default": 240},
             "rails": {"type": "list", "elements": "dict", "default": []},
             "fabric_map": {"type": "dict", "default": {}},
             "bonds": {"type": "list", "elements": "dict", "default": []},
@@ -247,7 +252,8 @@ def main():
         params["interval"], params["command_interval"], os.path.join(params["textfile_dir"], "gpufabric_health.prom"),
         bonds=params["bonds"], uplinks=params["uplinks"], pcie=hc.pcie_from_topology(params["topology"]),
         ipsec=hc.ipsec_expected(params["host"], params["ipsec_members"], params["ipsec_gateways"],
-                                params["ipsec_revoked"]))
+                                params["ipsec_revoked"]),
+        qos_interval=params["qos_interval"])
     desired = hc.desired_files(params)
     wanted_directories = hc.directories(params) + [(os.path.dirname(params["state_file"]), 0o755),
                                                    (os.path.dirname(params["web_config_file"]), 0o755)]

@@ -35,8 +35,16 @@ def test_good_settings_have_no_problem():
     assert hc.problems(GOOD) == []
 
 
+def test_a_longer_qos_for_allows_a_longer_qos_interval():
+    assert hc.problems(dict(GOOD, health_qos_interval=600, health_thresholds={"qos_for": "15m"})) == []
+
+
 @pytest.mark.parametrize("change, named", [
     ({"health_interval": 0}, "health_interval"),
+    ({"health_qos_interval": 0}, "health_qos_interval"),
+    ({"health_qos_interval": "4m"}, "health_qos_interval"),
+    ({"health_qos_interval": 300}, "health_qos_interval"),  # not shorter than qos_for's 5m
+    ({"health_qos_interval": 120, "health_thresholds": {"qos_for": "2m"}}, "health_qos_interval"),
     ({"health_thresholds": {"port_down_for": "30"}}, "health_thresholds.port_down_for"),
     ({"health_thresholds": {"leaf_min_ratio": 1.5}}, "health_thresholds.leaf_min_ratio"),
     ({"health_thresholds": {"no_such": 1}}, "health_thresholds.no_such"),

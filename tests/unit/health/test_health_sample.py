@@ -281,13 +281,27 @@ def test_no_trust_or_pfc_expected_runs_no_mlnx_qos(mlx5_host):
     assert "gpufabric_roce_trust_ok" not in found and "gpufabric_roce_pfc_enabled" not in found  # no samples, no family
 
 
-def test_mlnx_qos_runs_once_per_command_interval(mlx5_host):
+def test_mlnx_qos_runs_once_per_qos_interval_while_ethtool_runs_every_command_interval(mlx5_host):
+    clock = Clock()
+    state = dict(roce_qos_state(trust="pcp"), qos_interval=60)
+    sampler, _found = qos_sample(mlx5_host, state, answering_mlnx_qos(mlx5_host, "os-pcp-pfc3.txt"), clock)
+
+    def runs(program):
+        return len([call for call in mlx5_host["calls"] if call[0] == program])
+    ethtool_before = runs("ethtool")
+    for _sample in range(5):
+        clock.now += 10
+        found = families(sampler.sample().render())
+    assert (runs("mlnx_qos"), runs("ethtool") - ethtool_before) == (1, 5)
+    assert values(found["gpufabric_roce_trust_ok"])[0][1] == 1.0  # the last answer kept in between
+    clock.now += 10
+    sampler.sample()
+    assert runs("mlnx_qos") == 2
+
+
+def test_without_a_qos_interval_mlnx_qos_runs_every_command_interval(mlx5_host):
     clock = Clock()
     sampler, _found = qos_sample(mlx5_host, roce_qos_state(), answering_mlnx_qos(mlx5_host, "os-pcp-pfc3.txt"), clock)
-    for _sample in range(2):
-        clock.now += 3
-        sampler.sample()
-    assert len([call for call in mlx5_host["calls"] if call[0] == "mlnx_qos"]) == 1
     clock.now += 10
     sampler.sample()
     assert len([call for call in mlx5_host["calls"] if call[0] == "mlnx_qos"]) == 2
