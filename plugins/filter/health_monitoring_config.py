@@ -49,6 +49,11 @@ options:
     type: list
     elements: str
     default: [localhost:9093]
+  alertmanager_timing:
+    description: The Alertmanager route's C(group_wait), C(group_interval) and C(repeat_interval) (durations such as
+      10s, 1m, 4h); those not given are 10s, 1m and 4h.
+    type: dict
+    default: {}
 author:
   - gpufabric.core contributors (@gpufabric)
 """
@@ -93,23 +98,28 @@ except ImportError:  # pragma: no cover - Ansible itself needs PyYAML on the con
 
 def health_monitoring_config(targets, thresholds=None, webhook_url="", scrape_interval="10s",
                              evaluation_interval="10s", rules_file="gpufabric.rules.yml",
-                             targets_file="gpufabric_targets.json", alertmanagers=("localhost:9093",)):
+                             targets_file="gpufabric_targets.json", alertmanagers=("localhost:9093",),
+                             alertmanager_timing=None):
     if not isinstance(targets, list) or not all(isinstance(item, dict) and item.get("name") and item.get("address")
                                                 and item.get("port") for item in targets):
         raise AnsibleFilterError("gpufabric.core.health_monitoring_config: expects a list of hosts, each with name, "
                                  "address and port")
     # Plain Python values: ansible-core 2.19 hands filters tagged str subclasses, which yaml.safe_dump refuses.
     (targets, thresholds, alertmanagers, webhook_url, scrape_interval, evaluation_interval, rules_file,
-     targets_file) = json.loads(json.dumps([targets, thresholds or {}, list(alertmanagers), webhook_url or "",
-                                            scrape_interval, evaluation_interval, rules_file, targets_file]))
-    problems = health_config.threshold_problems(thresholds)
+     targets_file, alertmanager_timing) = json.loads(json.dumps([
+         targets, thresholds or {}, list(alertmanagers), webhook_url or "", scrape_interval, evaluation_interval,
+         rules_file, targets_file, alertmanager_timing or {}]))
+    if not isinstance(alertmanager_timing, dict):
+        raise AnsibleFilterError("gpufabric.core.health_monitoring_config: alertmanager_timing must be a mapping")
+    problems = health_config.threshold_problems(thresholds) + health_config.alertmanager_timing_problems(
+        alertmanager_timing, "alertmanager_timing.%s")
     if problems:
         raise AnsibleFilterError("gpufabric.core.health_monitoring_config: %s" % "; ".join(problems))
     try:
         data = health_rules.monitoring_config(
             targets, thresholds=dict(thresholds or {}), webhook_url=webhook_url, scrape_interval=scrape_interval,
             evaluation_interval=evaluation_interval, rules_file=rules_file, targets_file=targets_file,
-            alertmanagers=list(alertmanagers))
+            alertmanagers=list(alertmanagers), alertmanager_timing=alertmanager_timing)
     except (KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("gpufabric.core.health_monitoring_config: %s" % exc)
 

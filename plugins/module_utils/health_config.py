@@ -29,7 +29,6 @@ RESERVED_TARGET_LABELS = frozenset(("host", "rail", "netdev", "device", "port", 
                                     "seen_port", "peer", "child", "bond", "source", "pci", "kind", "job", "instance",
                                     "trust", "seen_trust", "lossless"))
 PACKAGE = "gpufabric_health"
-_UNIT_NAME = re.compile(r"^[A-Za-z0-9_.@-]+\.service$")
 # A DNS name (RFC 1123 labels): what an inventory's ansible_host holds when it is not an address.
 _HOST_NAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
 
@@ -138,7 +137,7 @@ def problems(settings):
                 found.append("%s.%s: a label value must not hold a line break" % (where, key))
     found += target_label_problems(settings.get("health_target_labels"))
     webhook = settings.get("health_alertmanager_webhook_url") or ""
-    if not isinstance(webhook, str) or webhook and not re.match(r"^https?://[^\s]+$", webhook):
+    if not isinstance(webhook, str) or webhook and not re.fullmatch(r"https?://[^\s]+", webhook):
         found.append("health_alertmanager_webhook_url: %r is not an http(s) URL" % (webhook,))
     for name, check in (("health_roce_ecn_priority", "ECN"), ("health_roce_pfc_priority", "PFC")):
         priority = settings.get(name)
@@ -163,7 +162,7 @@ def target_label_problems(labels, name="health_target_labels"):
     for key, value in labels.items():
         if _has_line_break(value) or _has_line_break(key):
             found.append("%s.%s: a target label must not hold a line break" % (name, key))
-        elif not re.match(r"^[a-zA-Z_][a-zA-Z0-9_]*$", str(key)) or str(key).startswith("__"):
+        elif not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", str(key)) or str(key).startswith("__"):
             found.append("%s.%s: not a Prometheus label name" % (name, key))
         elif key in RESERVED_TARGET_LABELS:
             found.append("%s.%s: the health series carry this label themselves (reserved: %s)"
@@ -173,9 +172,35 @@ def target_label_problems(labels, name="health_target_labels"):
     return found
 
 
+# Alertmanager's route timings: (lowest, highest) seconds. group_wait may be 0 (send at once); a repeat more often
+# than a minute would re-send every drain alert to the remediation loop without end.
+ALERTMANAGER_TIMING_RANGES = {"group_wait": (0, 3600), "group_interval": (1, 86400), "repeat_interval": (60, 7 * 86400)}
+
+
+def alertmanager_timing_problems(timing, name="health_alertmanager_%s"):
+    """What is wrong with Alertmanager's route timings (a dict of group_wait, group_interval, repeat_interval),
+    each named as name % key."""
+    found = []
+    for key, value in sorted(timing.items()):
+        where = name % key
+        if key not in ALERTMANAGER_TIMING_RANGES:
+            found.append("%s: unknown Alertmanager timing (known: %s)" % (where, ", ".join(sorted(ALERTMANAGER_TIMING_RANGES))))
+            continue
+        try:
+            seconds = health_rules.duration_seconds(value)
+        except ValueError as exc:
+            found.append("%s: %s" % (where, exc))
+            continue
+        low, high = ALERTMANAGER_TIMING_RANGES[key]
+        if not low <= seconds <= high:
+            found.append("%s: %s is out of range (%ds to %ds)" % (where, value, low, high))
+    return found
+
+
 def monitoring_problems(settings):
     """What is wrong with the monitoring side's variables (playbooks/monitoring.yml), each naming its variable."""
-    found = []
+    found = alertmanager_timing_problems({key: settings.get("health_alertmanager_" + key)
+                                          for key in ALERTMANAGER_TIMING_RANGES})
     directory = settings.get("health_monitoring_dir")
     if not isinstance(directory, str) or not directory.startswith("/") or _has_line_break(directory):
         found.append("health_monitoring_dir: %r is not an absolute directory path" % (directory,))

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 
 RULES_GROUP = "gpufabric"
-_DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)$")
+_DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)\Z")  # \Z, not $: "$" also matches before a final newline
 
 DEFAULT_THRESHOLDS = {
     "port_down_for": "10s",
@@ -239,13 +239,13 @@ def prometheus_config(rule_files, targets_file, alertmanagers, scrape_interval="
 
 def monitoring_config(targets, thresholds=None, webhook_url=None, scrape_interval="10s", evaluation_interval="10s",
                       rules_file="gpufabric.rules.yml", targets_file="gpufabric_targets.json",
-                      alertmanagers=("localhost:9093",), group_wait="10s"):
+                      alertmanagers=("localhost:9093",), alertmanager_timing=None):
     """Everything the monitoring side needs, as data: file_sd targets, the rule file, an Alertmanager configuration
     and a whole prometheus.yml (used only where this collection runs Prometheus)."""
     return {
         "targets": file_sd_targets(targets),
         "rules": rule_groups(thresholds, evaluation_interval or None),
-        "alertmanager": alertmanager_config(webhook_url or None, group_wait=group_wait),
+        "alertmanager": alertmanager_config(webhook_url or None, **(alertmanager_timing or {})),
         "prometheus": prometheus_config([rules_file], targets_file, alertmanagers, scrape_interval,
                                         evaluation_interval or "10s"),
     }

@@ -26,8 +26,9 @@ import re
 
 from .file_transaction import write_atomically
 
-METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
-LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+# \Z, not $: a name with a final line break would split the exposition line.
+METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
+LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*\Z")
 TYPES = ("gauge", "counter", "untyped")
 
 

@@ -55,6 +55,8 @@ def test_a_longer_qos_for_allows_a_longer_qos_interval():
     ({"health_listen_address": "gpu a01"}, "health_listen_address"),
     ({"health_listen_address": "10.0.0.1\n"}, "health_listen_address"),
     ({"health_alertmanager_webhook_url": "ftp://x"}, "health_alertmanager_webhook_url"),
+    ({"health_alertmanager_webhook_url": "http://127.0.0.1:5000/endpoint\n"}, "health_alertmanager_webhook_url"),
+    ({"health_thresholds": {"port_down_for": "10s\n"}}, "health_thresholds.port_down_for"),
     ({"health_target_labels": {"leaf": "leaf-a"}}, "health_target_labels.leaf"),
     ({"health_target_labels": {"rack-1": "r1"}}, "health_target_labels.rack-1"),
     ({"health_roce_ecn_priority": 8}, "health_roce_ecn_priority"),
@@ -65,6 +67,10 @@ def test_a_longer_qos_for_allows_a_longer_qos_interval():
     ({"health_monitoring_dir": "prometheus/rules"}, "health_monitoring_dir"),
     ({"health_monitoring_scrape_interval": "0s"}, "health_monitoring_scrape_interval"),
     ({"health_monitoring_evaluation_interval": "fast"}, "health_monitoring_evaluation_interval"),
+    ({"health_alertmanager_group_wait": "2h"}, "health_alertmanager_group_wait"),
+    ({"health_alertmanager_group_interval": "0s"}, "health_alertmanager_group_interval"),
+    ({"health_alertmanager_repeat_interval": "30s"}, "health_alertmanager_repeat_interval"),
+    ({"health_alertmanager_repeat_interval": "4h\nroute: {}"}, "health_alertmanager_repeat_interval"),
     ({"health_node_exporter_port": 70000}, "health_node_exporter_port"),
 ])
 def test_bad_settings_are_named(change, named):

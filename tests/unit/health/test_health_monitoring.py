@@ -48,6 +48,25 @@ def test_thresholds_and_intervals_reach_the_rules_and_prometheus_yml():
             "webhook_configs": [{"url": "http://127.0.0.1:5000/endpoint", "send_resolved": True}]} in receivers
 
 
+def test_alertmanager_timings_reach_the_route_and_default_to_10s_1m_4h():
+    route = yaml.safe_load(health_monitoring_config(TARGETS)["alertmanager"])["route"]
+    assert (route["group_wait"], route["group_interval"], route["repeat_interval"]) == ("10s", "1m", "4h")
+    texts = health_monitoring_config(TARGETS, alertmanager_timing={"group_wait": "0s", "repeat_interval": "12h"})
+    route = yaml.safe_load(texts["alertmanager"])["route"]
+    assert (route["group_wait"], route["group_interval"], route["repeat_interval"]) == ("0s", "1m", "12h")
+
+
+@pytest.mark.parametrize("timing, named", [
+    ({"repeat_interval": "10s"}, "alertmanager_timing.repeat_interval: 10s is out of range"),
+    ({"group_wait": "soon"}, "alertmanager_timing.group_wait: 'soon' is not a duration"),
+    ({"group_by": "5m"}, "alertmanager_timing.group_by: unknown Alertmanager timing"),
+    ({"group_interval": "1m\n"}, "alertmanager_timing.group_interval: .* is not a duration"),
+])
+def test_bad_alertmanager_timings_are_refused_naming_them(timing, named):
+    with pytest.raises(AnsibleFilterError, match="health_monitoring_config: " + named):
+        health_monitoring_config(TARGETS, alertmanager_timing=timing)
+
+
 def test_values_as_ansible_core_hands_them_render_as_plain_yaml():
     # ansible-core 2.19 passes inventory values as tagged str subclasses, which yaml.safe_dump refuses.
     tags = pytest.importorskip("ansible._internal._datatag._tags")

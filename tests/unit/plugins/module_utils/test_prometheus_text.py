@@ -61,13 +61,14 @@ def test_help_with_a_line_feed_stays_one_line():
     assert parse(text)["gpufabric_x"].documentation == "first line\nsecond \\ line"
 
 
-@pytest.mark.parametrize("name", ["", "1starts_with_digit", "has-dash", "has space", "gpufabric_x{a=1}", None, "ünï"])
+@pytest.mark.parametrize("name", ["", "1starts_with_digit", "has-dash", "has space", "gpufabric_x{a=1}", None, "ünï",
+                                  "gpufabric_x\n"])
 def test_bad_metric_names_are_refused(name):
     with pytest.raises(pt.MetricError, match="metric name"):
         pt.Exposition().family(name, "help")
 
 
-@pytest.mark.parametrize("name", ["", "0rail", "rail-name", "rail name", "ünï", 3])
+@pytest.mark.parametrize("name", ["", "0rail", "rail-name", "rail name", "ünï", 3, "rail\n"])
 def test_bad_label_names_are_refused(name):
     family = pt.Exposition().family("gpufabric_x", "help")
     with pytest.raises(pt.MetricError, match="label name"):
