@@ -13,7 +13,7 @@ from __future__ import annotations
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_addressing import addressing_problems
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import (
     MIIMON_MAX, MIIMON_MIN, MTU_MAX, MTU_MIN, BondingConfigError, _as_int, _check_int, normalize)
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked, verify_mode
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked, path_problems, verify_mode
 
 # The role-wide defaults every bond takes where it does not set the key (<prefix>_mode, ...).
 BOND_DEFAULT_KEYS = ("mode", "miimon", "lacp_rate", "xmit_hash_policy", "ad_select", "min_links", "mtu")
@@ -92,5 +92,8 @@ def bonding_problems(settings, prefix="bonding"):
     else:
         problems.extend(addressing_problems(config, prefix=prefix))
     problems.extend(rollback_problems(settings, prefix))
+    if prefix + "_state_dir" in settings:
+        # It reaches the rollback units' ExecStart and RequiresMountsFor lines, run as root.
+        problems.extend(path_problems(prefix + "_state_dir", settings[prefix + "_state_dir"], what="directory"))
     problems.extend(problem for problem in default_problems(settings, prefix) if problem not in problems)
     return masked(problems, settings)

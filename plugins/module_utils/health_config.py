@@ -19,6 +19,7 @@ import re
 import socket
 
 from ansible_collections.gpufabric.core.plugins.module_utils import health_rules, mlnx_qos, swanctl_mesh
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import path_problems
 
 # The fastest Ethernet and InfiniBand ports sold (800 Gb/s: ConnectX-8, XDR) with room for the next generation; an
 # expected rate above this is a typo (Mb/s given as Gb/s), not a NIC.
@@ -29,6 +30,14 @@ RESERVED_TARGET_LABELS = frozenset(("host", "rail", "netdev", "device", "port", 
                                     "seen_port", "peer", "child", "bond", "source", "pci", "kind", "job", "instance",
                                     "trust", "seen_trust", "lossless"))
 PACKAGE = "gpufabric_health"
+# The module's paths: each reaches a unit (ExecStart, Environment), node_exporter's ARGS line or its web config, so
+# a space, a quote or a line break would add arguments or lines there. (name, may be empty)
+HOST_PATHS = (("lib_dir", False), ("bin_path", False), ("state_file", False), ("unit_file", False),
+              ("textfile_dir", False), ("web_config_file", False), ("node_exporter_defaults_file", False),
+              ("tls_cert_file", True), ("tls_key_file", True))
+# The role's variables among them (the others are the module's defaults).
+_ROLE_PATHS = {"textfile_dir": "health_textfile_dir", "tls_cert_file": "health_node_exporter_tls_cert_file",
+               "tls_key_file": "health_node_exporter_tls_key_file"}
 # A DNS name (RFC 1123 labels): what an inventory's ansible_host holds when it is not an address.
 _HOST_NAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
 
@@ -101,10 +110,22 @@ def _qos_interval_problems(value, thresholds):
     return []
 
 
+def host_path_problems(params, names=None):
+    """What is wrong with the paths of HOST_PATHS in params, where names maps an option to the name it has in params
+    (the role's variable); without names, every path under the module's own option names."""
+    names = names or {key: key for key, _may_be_empty in HOST_PATHS}
+    found = []
+    for key, may_be_empty in HOST_PATHS:
+        if key in names:
+            value = params.get(names[key])
+            found += path_problems(names[key], "" if value is None and may_be_empty else value, allow_empty=may_be_empty)
+    return found
+
+
 def problems(settings):
     """Every problem of the health role's variables (a dict of them, names as in the role), each naming its
     variable; [] when they are usable."""
-    found = []
+    found = host_path_problems(settings, _ROLE_PATHS)
     interval = _number(settings.get("health_interval"))
     if interval is None or not 1 <= interval <= 300:
         found.append("health_interval: %r is out of range (1 to 300 seconds)" % (settings.get("health_interval"),))
@@ -201,9 +222,7 @@ def monitoring_problems(settings):
     """What is wrong with the monitoring side's variables (playbooks/monitoring.yml), each naming its variable."""
     found = alertmanager_timing_problems({key: settings.get("health_alertmanager_" + key)
                                           for key in ALERTMANAGER_TIMING_RANGES})
-    directory = settings.get("health_monitoring_dir")
-    if not isinstance(directory, str) or not directory.startswith("/") or _has_line_break(directory):
-        found.append("health_monitoring_dir: %r is not an absolute directory path" % (directory,))
+    found += path_problems("health_monitoring_dir", settings.get("health_monitoring_dir"), what="directory")
     for name in ("health_monitoring_scrape_interval", "health_monitoring_evaluation_interval"):
         value = settings.get(name)
         try:

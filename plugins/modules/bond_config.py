@@ -293,6 +293,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils import bonding_tran
 from ansible_collections.gpufabric.core.plugins.module_utils import bonding_validate as bv
 from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
 from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import path_problems
 
 BACKEND_DEFAULTS = {
     "networkd": {"config_dir": "/etc/systemd/network", "file_prefix": "10-gpufabric-", "mode": 0o644},
@@ -579,6 +580,12 @@ def main():
         module.fail_json(msg=missing_required_lib("PyYAML (python3-yaml, a dependency of netplan.io)",
                                                   reason="to write the netplan YAML"),
                          exception=str(brp.YAML_IMPORT_ERROR), **result)
+    # These reach the rollback units (ExecStart, RequiresMountsFor), run as root: a space, a quote or a line break
+    # would add arguments or lines there.
+    paths = [problem for name in ("state_dir", "helper", "helper_lib_dir")
+             for problem in path_problems(name, params[name])]
+    if paths:
+        module.fail_json(msg="Nothing was changed: %s" % "; ".join(paths), **result)
     if params["rollback_timeout"] < 30:
         module.fail_json(msg="rollback_timeout is %d s; it must be at least 30 s so that the controller can "
                              "reconnect and confirm before the host reverts" % params["rollback_timeout"], **result)

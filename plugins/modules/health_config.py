@@ -235,6 +235,7 @@ def main():
     problems = [problem for name in list(params["module_utils"]) + list(params["package"])
                 if os.path.basename(name) != name or not name.endswith(".py")
                 for problem in ["%s: not a plain .py file name" % name]]
+    problems += hc.host_path_problems(params)
     if "__main__.py" not in params["package"]:
         problems.append("package: the gpufabric_health package has no __main__.py")
     if bool(params["tls_cert_file"]) != bool(params["tls_key_file"]):

@@ -33,6 +33,10 @@ CASES = {
                              "bonding_bonds[0] (bond0)"]),
     "rollback shorter than the confirmation": ({"bonding_bonds": [BOND], "bonding_rollback_timeout": 60},
                                                ["bonding_rollback_timeout (60 s) must be at least"]),
+    # It reaches the rollback units' ExecStart line, run as root.
+    "state dir adding a unit line": ({"bonding_bonds": [BOND],
+                                      "bonding_state_dir": "/var/lib/gpufabric/bonding\nExecStartPre=/bin/true"},
+                                     ["bonding_state_dir: must be an absolute directory"]),
 }
 
 PLAYBOOK = """
@@ -70,6 +74,7 @@ CASE = """
         bonding_vlans: "{{ case.value.bonding_vlans | default([]) }}"
         bonding_lacp_rate: "{{ case.value.bonding_lacp_rate | default('fast') }}"
         bonding_rollback_timeout: "{{ case.value.bonding_rollback_timeout | default(180) }}"
+        bonding_state_dir: "{{ case.value.bonding_state_dir | default('/var/lib/gpufabric/bonding') }}"
         bonding_backend: networkd
     - name: Record a run that did not fail
       ansible.builtin.set_fact:

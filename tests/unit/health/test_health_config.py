@@ -65,6 +65,14 @@ def test_a_longer_qos_for_allows_a_longer_qos_interval():
     ({"health_roce_trust": "vlan"}, "health_roce_trust"),
     ({"health_roce_trust": "dscp\n"}, "health_roce_trust"),
     ({"health_monitoring_dir": "prometheus/rules"}, "health_monitoring_dir"),
+    ({"health_monitoring_dir": "/etc/prometheus/gpu fabric"}, "health_monitoring_dir"),
+    # Each would add a line to node_exporter's environment file (ARGS="...") or an argument to its command line.
+    ({"health_textfile_dir": '/var/lib/node-exporter"\nLD_PRELOAD=/tmp/x.so'}, "health_textfile_dir"),
+    ({"health_textfile_dir": "/var/lib/node exporter"}, "health_textfile_dir"),
+    ({"health_node_exporter_tls_cert_file": "cert.pem", "health_node_exporter_tls_key_file": "/etc/k.pem"},
+     "health_node_exporter_tls_cert_file"),
+    ({"health_node_exporter_tls_cert_file": "/etc/c.pem", "health_node_exporter_tls_key_file": "/etc/k.pem\n"},
+     "health_node_exporter_tls_key_file"),
     ({"health_monitoring_scrape_interval": "0s"}, "health_monitoring_scrape_interval"),
     ({"health_monitoring_evaluation_interval": "fast"}, "health_monitoring_evaluation_interval"),
     ({"health_alertmanager_group_wait": "2h"}, "health_alertmanager_group_wait"),
@@ -174,3 +182,14 @@ def test_check_apply_check_apply_and_the_installed_sampler_runs(tmp_path):
     out = subprocess.run([sys.executable, str(tmp_path / "bin" / "gpufabric-health"), "once", args["state_file"]],
                          capture_output=True, text=True, check=True, env={"PATH": os.environ["PATH"]}).stdout
     assert 'gpufabric_port_up{host="node1",rail="rail0",netdev="lo"' in out
+
+
+def test_the_module_refuses_a_path_that_would_add_a_line_to_a_unit_or_node_exporters_arguments(tmp_path):
+    args = {"host": "node1", "module_utils": {}, "package": {"__main__.py": ""}, "services": False,
+            "lib_dir": str(tmp_path / "lib"), "listen_address": "127.0.0.1",
+            "textfile_dir": str(tmp_path / "textfile") + '"\nLD_PRELOAD=/tmp/x.so',
+            "state_file": str(tmp_path / "etc" / "expected json")}
+    refused = _run(args)
+    assert refused.get("failed") and not refused.get("changed"), refused
+    assert "textfile_dir: must be an absolute path" in refused["msg"] and "state_file: must be" in refused["msg"]
+    assert refused["msg"].startswith("Nothing was changed") and not any(tmp_path.iterdir())

@@ -62,6 +62,14 @@ def test_bond_and_member_names_with_control_characters_are_refused(character):
     assert not any(character in problem for problem in problems)
 
 
+@pytest.mark.parametrize("state_dir", ["/var/lib/gpufabric/bonding\nExecStartPre=/bin/sh -c id",
+                                       "/var/lib/gpu fabric", "var/lib/gpufabric", '/var/lib/"gpufabric"'])
+def test_a_bonding_state_dir_that_would_change_the_rollback_units_is_refused(state_dir):
+    """The directory is written into the rollback units' ExecStart and RequiresMountsFor lines (run as root)."""
+    problems = bonding(bonding_state_dir=state_dir)
+    assert len(problems) == 1 and problems[0].startswith("bonding_state_dir: must be an absolute directory"), problems
+
+
 def test_bonding_miimon_zero_is_refused():
     """miimon 0 turns link monitoring off: a dead member stays in the bond."""
     assert bonding(bonding_miimon=0) == ["bonding_miimon: 0 is out of range 1-10000"]
