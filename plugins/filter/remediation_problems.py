@@ -27,6 +27,10 @@ options:
     description: The role's variables by name (C(remediation_*)); a missing one takes the role's default.
     type: dict
     required: true
+  groups:
+    description: The inventory's groups (C(groups)); given, C(remediation_peer_group) must be one of them when
+      C(remediation_verify) is on.
+    type: raw
 author:
   - gpufabric.core contributors (@gpufabric)
 """
@@ -52,10 +56,10 @@ _value:
 """
 
 
-def remediation_problems_filter(settings):
+def remediation_problems_filter(settings, groups=None):
     if not isinstance(settings, dict):
         raise TypeError("the input must be a dict of remediation_* variables, got %s" % type(settings).__name__)
-    return remediation_problems(settings)
+    return remediation_problems(settings, groups=None if groups is None else list(groups))
 
 
 class FilterModule:

@@ -42,11 +42,17 @@ def _url_problem(name, value, required):
                               "path; no query, user or whitespace)")
 
 
-def remediation_problems(settings):
-    """Every problem with the remediation variables (a dict of name: value), one sentence each."""
+def remediation_problems(settings, groups=None):
+    """Every problem with the remediation variables (a dict of name: value), one sentence each. With groups (the
+    inventory's group names), remediation_peer_group must be one of them where nodes are re-verified."""
     if not isinstance(settings, dict):
         return ["the remediation settings must be a dict of remediation_* variables; got %s" % type(settings).__name__]
     problems = []
+    peer_group = settings.get("remediation_peer_group", "gpu_nodes")
+    if groups is not None and settings.get("remediation_verify", True) and peer_group not in groups:
+        # groups[...] | default([]) would find no peer, and every re-verification would fail without saying why.
+        problems.append("remediation_peer_group: %r is not a group of the inventory: a re-verified node would have "
+                        "no peer to measure against" % (peer_group,))
 
     def add(problem):
         if problem:

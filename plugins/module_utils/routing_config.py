@@ -62,11 +62,12 @@ def _check_asn(problems, name, value):
 
 
 def parse_address(value):
-    """A single IP address (no prefix length), or None."""
+    """A single IP address (no prefix length), or None. Not stripped: frr.conf takes the value as written, and a
+    line break around it would end its line there."""
     if not isinstance(value, str) or "/" in value:
         return None
     try:
-        return netaddr.IPAddress(value.strip(), flags=netaddr.INET_PTON)
+        return netaddr.IPAddress(value, flags=netaddr.INET_PTON)
     except (netaddr.AddrFormatError, ValueError, TypeError):
         return None
 
@@ -75,7 +76,7 @@ def parse_network(value):
     """An address with a prefix length (CIDR), or None."""
     if not isinstance(value, str) or "/" not in value:
         return None
-    address, length = value.strip().split("/", 1)
+    address, length = value.split("/", 1)
     if parse_address(address) is None or not length.isdigit():
         return None
     try:

@@ -113,6 +113,13 @@ BAD_INPUTS = {
                                     "health_target_labels.rack: a target label must not hold a line break"),
     "listen address with a space": ({"health_listen_address": "gpu r01"},
                                     "health_listen_address: 'gpu r01' is neither an IP address nor a host name"),
+    "health textfile dir adding an environment line": (
+        {"health_textfile_dir": '/var/lib/prometheus/node-exporter"\nLD_PRELOAD=/tmp/x.so'},
+        "health_textfile_dir: must be an absolute path of letters"),
+    "bonding state dir adding a unit line": ({"bonding_state_dir": "/var/lib/gpufabric/bonding\nExecStartPre=/bin/true"},
+                                             "bonding_state_dir: must be an absolute directory of letters"),
+    "remediation peer group not in the inventory": ({"remediation_peer_group": "gpu_node"},
+                                                    "remediation_peer_group: 'gpu_node' is not a group of the inventory"),
     "routing asn out of range": ({"routing_asn": 4294967296, "routing_uplinks": [
         {"interface": "ens1", "peer": "10.0.0.1", "remote_asn": 65001}]}, "routing_asn: 4294967296 is outside 1-4294967295"),
     # Issue 40: hostile and careless values that passed before.

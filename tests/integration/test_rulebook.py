@@ -74,7 +74,8 @@ def test_ansible_rulebook_runs_the_playbook_once_per_alert_to_act_on_and_once_fo
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {
         "vars": {"remediation_alertmanager_url": "http://127.0.0.1:9",
                  "remediation_report_dir": str(tmp_path / "reports")},
-        "children": {"slurm_controller": {"hosts": {"localhost": {
+        # gpu_nodes: the default remediation_peer_group, which the preflight wants to be a group of the inventory.
+        "children": {"gpu_nodes": {}, "slurm_controller": {"hosts": {"localhost": {
             "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}}}))
     # The tick's first run comes at the start; the next not within the test.
     (tmp_path / "vars.yml").write_text(yaml.safe_dump({"remediation_webhook_host": "127.0.0.1",

@@ -66,6 +66,9 @@ def test_ipv6_numbered_peer_and_hold_off_are_fine():
     ({"uplinks__0__remote_asn": 65011}, "routing_uplinks[0] (eth0).remote_asn: 65011 is the host's own routing_asn"),
     ({"uplinks__0__peer": "10.240.11.300"}, "routing_uplinks[0] (eth0).peer: '10.240.11.300' is not an IP address"),
     ({"uplinks__0__peer": "10.240.11.2/24"}, "routing_uplinks[0] (eth0).peer: '10.240.11.2/24' is not an IP address"),
+    # frr.conf takes these as written: a line break would end the neighbor or router-id line there.
+    ({"uplinks__0__peer": "10.240.11.2\n"}, "routing_uplinks[0] (eth0).peer: '10.240.11.2\\n' is not an IP address"),
+    ({"router_id": "10.240.250.11\n"}, "routing_router_id: '10.240.250.11\\n' is not an IPv4 address"),
     ({"uplinks__0__peer": "fe80::1"}, "routing_uplinks[0] (eth0).peer: fe80::1 is link-local; use unnumbered: true"),
     ({"uplinks__0__peer": "224.0.0.5"}, "routing_uplinks[0] (eth0).peer: 224.0.0.5 is not a unicast peer address"),
     ({"uplinks__1__peer": "10.240.12.2"}, "routing_uplinks[1] (eth1): peer 10.240.12.2 is set but unnumbered is true"),

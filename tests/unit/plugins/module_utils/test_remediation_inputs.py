@@ -46,3 +46,13 @@ def test_bad_input_is_refused_naming_the_variable(name, value, words):
     problems = remediation_problems(dict(GOOD, **{name: value}))
     assert len(problems) >= 1
     assert problems[0].startswith(name) and words in problems[0], problems
+
+
+def test_the_peer_group_must_be_a_group_of_the_inventory_where_nodes_are_re_verified():
+    settings = {"remediation_alertmanager_url": "http://127.0.0.1:9093", "remediation_peer_group": "gpu_node"}
+    assert remediation_problems(settings, groups=["all", "gpu_nodes"]) == [
+        "remediation_peer_group: 'gpu_node' is not a group of the inventory: a re-verified node would have no peer to "
+        "measure against"]
+    assert remediation_problems(dict(settings, remediation_peer_group="gpu_nodes"), groups=["all", "gpu_nodes"]) == []
+    assert remediation_problems(dict(settings, remediation_verify=False), groups=["all", "gpu_nodes"]) == []
+    assert remediation_problems(settings) == []  # no inventory given: not checked
