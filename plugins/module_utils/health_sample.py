@@ -6,11 +6,10 @@ gpufabric.core.health_config) against what the host shows now, as Prometheus ser
 
 The gpufabric-health service builds a Sampler once and calls sample() every interval; sysfs is read every time,
 commands (lldpcli, vtysh, swanctl, ethtool) every command_interval and mlnx_qos every qos_interval, their last answer
-kept in between. Every
-series carries what it is compared with: an expected value in a series of its own (rate, PCIe width and speed) or in
-its labels (the LLDP neighbour's expected leaf and port beside the one seen, the expected RoCE trust beside the one
-found). A source that cannot be read makes its
-series NaN (unknown) and gpufabric_health_source_up{source} 0: the rules say "cannot see", never "down".
+kept in between. Every series carries what it is compared with: an expected value in a series of its own (rate, PCIe
+width and speed) or in its labels (the LLDP neighbour's expected leaf and port beside the one seen, the expected RoCE
+trust beside the one found). A source that cannot be read makes its series NaN (unknown) and
+gpufabric_health_source_up{source} 0: the rules say "cannot see", never "down".
 
 Standard library only, relative imports only: the health role installs this file unchanged on each host.
 """
