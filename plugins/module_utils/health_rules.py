@@ -45,6 +45,7 @@ DEFAULT_THRESHOLDS = {
     "carrier_lost_changes_6h": 2,
     "rate_low_for": "2m",
     "cabling_for": "1m",
+    "lldp_extra_for": "5m",
     "pcie_for": "5m",
     "bond_for": "10s",
     "routing_for": "30s",
@@ -124,6 +125,10 @@ def rule_groups(thresholds=None, evaluation_interval=None):
                "warning", "%s reaches {{ $labels.seen_leaf }} port {{ $labels.seen_port }} instead" % where,
                "{{ $labels.leaf }}{{ if $labels.leaf_port }} port {{ $labels.leaf_port }}{{ else }}, any port{{ end }}",
                "{{ $labels.seen_leaf }} port {{ $labels.seen_port }}"),
+        # Not drained: the leaf the alert names may still be the right one; what sits in between is for a person.
+        _alert("GpufabricLldpExtraNeighbour", "gpufabric_lldp_neighbours > 1", t["lldp_extra_for"], "node", "none",
+               "warning", "%s hears {{ $value }} LLDP neighbours on one port" % where,
+               "one LLDP neighbour, the leaf", "{{ $value }} neighbours"),
         _alert("GpufabricBondPartnerLost", "gpufabric_bond_member_in_sync == 0", t["bond_for"], "node", "drain",
                "warning", "{{ $labels.host }} bond {{ $labels.bond }} member {{ $labels.netdev }} has no LACP partner in sync",
                "member in the active aggregator, in sync, collecting and distributing", "not in sync"),

@@ -55,6 +55,8 @@ METRICS = (
      "and its upstream port's maximum, transfers/s."),
     ("gpufabric_lldp_neighbour_ok", "gauge", "1 when the rail's LLDP neighbour is the fabric map's leaf and port, 0 "
      "when it is another, NaN when none is seen; labels leaf/leaf_port expected, seen_leaf/seen_port seen."),
+    ("gpufabric_lldp_neighbours", "gauge", "LLDP neighbours lldpd lists on the rail's port (one that stopped sending "
+     "stays until its TTL, 120 s by default), NaN when lldpcli cannot be asked; expected 1."),
     ("gpufabric_bond_member_in_sync", "gauge", "1 when the bond member is up, in the active aggregator, in LACP "
      "sync/collecting/distributing with a partner; 0 when not; NaN when the bond cannot be read."),
     ("gpufabric_bgp_peer_established", "gauge", "1 when the expected BGP session is Established, 0 when not, NaN "
@@ -256,6 +258,9 @@ class Sampler:
             else:
                 value = seen_leaf == rail["leaf"] and (not rail.get("leaf_port") or seen_port == rail["leaf_port"])
             families["gpufabric_lldp_neighbour_ok"].add(labels, value)
+            # More than one for longer than a TTL: a hub, or a switch that forwards LLDP, between the NIC and the leaf.
+            families["gpufabric_lldp_neighbours"].add(
+                self._port_labels(rail), None if neighbours is None else len(neighbours.get(rail["netdev"]) or []))
 
     def _bond_sample(self, families, host, sources):
         for bond in self.expected.get("bonds", []):

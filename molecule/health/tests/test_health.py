@@ -90,7 +90,8 @@ def test_a_healthy_lab_is_all_green_and_raises_nothing(api):
     # Every node scraped, and every check of the expected state passing: six rails up and cabled as the fabric
     # map says, node1's BGP and BFD sessions with leaf-b, the CHILD SA between node2 and node3 on both ends.
     for expr, wanted in (('up{job="gpufabric"} == 1', 3), ("gpufabric_port_up == 1", 6),
-                         ("gpufabric_lldp_neighbour_ok == 1", 6), ("gpufabric_bgp_peer_established == 1", 1),
+                         ("gpufabric_lldp_neighbour_ok == 1", 6), ("gpufabric_lldp_neighbours == 1", 6),
+                         ("gpufabric_bgp_peer_established == 1", 1),
                          ("gpufabric_bfd_peer_up == 1", 1), ("gpufabric_ipsec_child_sa_installed == 1", 2),
                          ("gpufabric_health_source_up == 1", 9)):
         wait_for("%s on %d series" % (expr, wanted), lambda: series_count(api["prometheus"], expr) == wanted, DETECT_S)

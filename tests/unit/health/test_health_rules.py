@@ -78,6 +78,14 @@ CASES = {
         [silent("GpufabricCablingMismatch", "50s"),
          fired("GpufabricCablingMismatch", "1m10s", node_alert("GpufabricCablingMismatch", dict(NODE, seen_leaf="leaf-b", seen_port="swp1"))),
          silent("GpufabricCablingMismatch", "2m")]),
+    # node1 hears two neighbours for 6 min (a hub between it and its leaf) and warns; node2 for the 2 min a moved
+    # cable's old neighbour stays listed (lldpd's TTL) and does not.
+    "two LLDP neighbours on one port for 5 min warn (not drained), a stale one for 2 min does not": (
+        [series("gpufabric_lldp_neighbours", NODE, "1 2x36 1x10"),
+         series("gpufabric_lldp_neighbours", dict(NODE, host="node2"), "1 2x12 1x40")],
+        [silent("GpufabricLldpExtraNeighbour", "4m50s"),
+         fired("GpufabricLldpExtraNeighbour", "5m30s", node_alert("GpufabricLldpExtraNeighbour", NODE, remediation="none")),
+         silent("GpufabricLldpExtraNeighbour", "7m")]),
     "a bond member without its LACP partner": (
         [series("gpufabric_bond_member_in_sync", {"host": "node1", "bond": "bond0", "netdev": "ens4"}, "1 0 0 0 0 1")],
         [silent("GpufabricBondPartnerLost", "10s"),
@@ -156,6 +164,11 @@ ANNOTATED = {
             "expected": "leaf-a port swp1", "actual": "leaf-b port swp1"})]),
     # The make run lab's node04 (its two cables crossed): the fabric map expects each rail on its leaf, at no port
     # in particular (the inventory names none), so the port is no label and the texts say none.
+    "two LLDP neighbours named with the rail and the leaf": (
+        [series("gpufabric_lldp_neighbours", NODE, "2x40")],
+        [fired("GpufabricLldpExtraNeighbour", "5m30s", node_alert("GpufabricLldpExtraNeighbour", NODE, remediation="none"), {
+            "summary": "node1 rail0 (eth1), cabled to leaf-a port swp1 hears 2 LLDP neighbours on one port",
+            "expected": "one LLDP neighbour, the leaf", "actual": "2 neighbours"})]),
     "cabling of a rail whose expected leaf port is unknown": (
         [series("gpufabric_lldp_neighbour_ok", LAB_NODE04, "0x10")],
         [fired("GpufabricCablingMismatch", "1m10s", node_alert("GpufabricCablingMismatch", LAB_NODE04), {

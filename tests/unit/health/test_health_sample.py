@@ -122,6 +122,7 @@ def test_cabling_against_the_lab_capture(host):
     [(labels1, ok1)] = values(found["gpufabric_lldp_neighbour_ok"], rail="rail1")
     assert ok0 == 1.0 and labels0["seen_leaf"] == "leaf-a"
     assert ok1 == 0.0 and (labels1["leaf"], labels1["seen_leaf"]) == ("leaf-a", "leaf-b")
+    assert [count for _labels, count in values(found["gpufabric_lldp_neighbours"])] == [1.0, 1.0]
 
 
 def test_cables_swapped_a_moment_ago_are_seen_although_lldpd_still_lists_the_old_neighbours(host):
@@ -135,12 +136,15 @@ def test_cables_swapped_a_moment_ago_are_seen_although_lldpd_still_lists_the_old
     seen = {labels["rail"]: (labels["seen_leaf"], labels["seen_port"], ok)
             for labels, ok in values(found["gpufabric_lldp_neighbour_ok"])}
     assert seen == {"rail0": ("leaf-b", "swp1", 0.0), "rail1": ("leaf-a", "swp1", 0.0)}
+    # Both neighbours are counted: a port that keeps two beyond a TTL warns (GpufabricLldpExtraNeighbour).
+    assert {labels["rail"]: count for labels, count in values(found["gpufabric_lldp_neighbours"])} == {"rail0": 2.0, "rail1": 2.0}
 
 
 def test_lldp_that_cannot_be_asked_is_unknown_not_miscabled(host):
     sampler = health_sample.Sampler(expected_state(), run=lambda argv: (1, ""), clock=Clock(), sys_root=host["sys"], proc_root=host["proc"])
     found = families(sampler.sample().render())
     assert all(math.isnan(value) for _labels, value in values(found["gpufabric_lldp_neighbour_ok"]))
+    assert all(math.isnan(value) for _labels, value in values(found["gpufabric_lldp_neighbours"]))
     assert values(found["gpufabric_health_source_up"], source="lldp")[0][1] == 0.0
 
 
