@@ -63,6 +63,18 @@ def _is_ip(text):
     return True
 
 
+def _duration_problem(where, value, low, high, bounds):
+    """None when value is a Prometheus duration of low to high seconds; else the sentence naming where (bounds: the
+    range as the sentence shows it)."""
+    try:
+        seconds = health_rules.duration_seconds(value)
+    except ValueError as exc:
+        return "%s: %s" % (where, exc)
+    if not low <= seconds <= high:
+        return "%s: %s is out of range (%s)" % (where, value, bounds)
+    return None
+
+
 def threshold_problems(thresholds, name="health_thresholds"):
     """What is wrong with the alert thresholds (unknown keys, durations, ranges)."""
     problems = []
@@ -75,13 +87,9 @@ def threshold_problems(thresholds, name="health_thresholds"):
             continue
         default = health_rules.DEFAULT_THRESHOLDS[key]
         if isinstance(default, str):
-            try:
-                seconds = health_rules.duration_seconds(value)
-            except ValueError as exc:
-                problems.append("%s: %s" % (where, exc))
-                continue
-            if not 0 <= seconds <= 7 * 86400:
-                problems.append("%s: %s is out of range (0s to 7 days)" % (where, value))
+            problem = _duration_problem(where, value, 0, 7 * 86400, "0s to 7 days")
+            if problem:
+                problems.append(problem)
             continue
         number = _number(value)
         ranges = {"leaf_min_hosts": (1, 100000), "leaf_min_ratio": (0.01, 1), "flap_changes": (2, 1000),
@@ -207,14 +215,10 @@ def alertmanager_timing_problems(timing, name="health_alertmanager_%s"):
         if key not in ALERTMANAGER_TIMING_RANGES:
             found.append("%s: unknown Alertmanager timing (known: %s)" % (where, ", ".join(sorted(ALERTMANAGER_TIMING_RANGES))))
             continue
-        try:
-            seconds = health_rules.duration_seconds(value)
-        except ValueError as exc:
-            found.append("%s: %s" % (where, exc))
-            continue
         low, high = ALERTMANAGER_TIMING_RANGES[key]
-        if not low <= seconds <= high:
-            found.append("%s: %s is out of range (%ds to %ds)" % (where, value, low, high))
+        problem = _duration_problem(where, value, low, high, "%ds to %ds" % (low, high))
+        if problem:
+            found.append(problem)
     return found
 
 
@@ -224,14 +228,9 @@ def monitoring_problems(settings):
                                           for key in ALERTMANAGER_TIMING_RANGES})
     found += path_problems("health_monitoring_dir", settings.get("health_monitoring_dir"), what="directory")
     for name in ("health_monitoring_scrape_interval", "health_monitoring_evaluation_interval"):
-        value = settings.get(name)
-        try:
-            seconds = health_rules.duration_seconds(value)
-        except ValueError as exc:
-            found.append("%s: %s" % (name, exc))
-            continue
-        if not 1 <= seconds <= 3600:
-            found.append("%s: %s is out of range (1s to 1h)" % (name, value))
+        problem = _duration_problem(name, settings.get(name), 1, 3600, "1s to 1h")
+        if problem:
+            found.append(problem)
     return found
 
 
