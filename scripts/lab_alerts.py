@@ -10,7 +10,10 @@ import sys
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+ROOT = Path(__file__).resolve().parents[1]
+# tests/health_lab imports the collection: the link scripts/env.sh makes under .build/collections, as conftest.py
+# does for pytest (make run calls this script outside pytest).
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / ".build" / "collections")]
 
 from health_lab import LabError, alertmanager_alerts, prometheus_alerts, wait_alert  # noqa: E402
 
