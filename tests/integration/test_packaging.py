@@ -61,7 +61,7 @@ def test_tarball_leaves_out_the_lab_caches_and_tests(installed):
         names = tarball.getnames()
     shipped = [n for n in names if any(n == p or n.startswith(p + "/") for p in NOT_SHIPPED)]
     assert shipped == []
-    for wanted in ("MANIFEST.json", "FILES.json", "meta/runtime.yml", "plugins/modules/topology_facts.py",
+    for wanted in ("MANIFEST.json", "FILES.json", "COPYING", "meta/runtime.yml", "plugins/modules/topology_facts.py",
                    "roles/bonding/tasks/main.yml", "playbooks/site.yml", "inventories/example/hosts.yml"):
         assert wanted in names, wanted
     size = installed["tarball"].stat().st_size
