@@ -10,6 +10,7 @@ import tarfile
 import time
 
 import pytest
+import yaml
 
 from integration_helpers import ROOT, run_logged, tail
 
@@ -95,6 +96,16 @@ def test_galaxy_importer_accepts_the_tarball(installed):
     modules = sorted(item["name"] for item in result["contents"] if item["content_type"] == "module")
     assert modules == sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("*.py") if p.stem != "__init__")
     assert result["requires_ansible"]
+
+
+def test_ansible_builder_introspect_finds_the_controllers_python_dependencies(installed):
+    """An EE build that lists the collection, or a user reading its metadata, learns what the controller-side
+    plugins import (meta/execution-environment.yml names meta/ee/)."""
+    rc, out = run_logged("builder-introspect", ["ansible-builder", "introspect", str(installed["path"].parents[2])],
+                         timeout=120, env=installed["env"], cwd=installed["base"])
+    assert rc == 0, tail(out)
+    python = [requirement.split()[0] for requirement in yaml.safe_load(out)["python"]]
+    assert {"netaddr==1.3.0", "cryptography==50.0.2"} <= set(python), out
 
 
 def _documented(installed, plugin_type):
