@@ -12,7 +12,10 @@ description:
   - Turns the options of one entry point of a role's C(meta/argument_specs.yml) into the survey spec that
     M(awx.awx.job_template) takes, so that surveys never drift from the roles' documented variables.
   - String and path options become text questions, integers and floats numeric questions, options with C(choices)
-    multiple-choice questions; defaults and descriptions are carried over.
+    multiple-choice questions; descriptions are carried over without ansible-doc's markup.
+  - No question has a default. AWX passes every survey default as an extra var, which would replace the inventory's
+    per-group values on every launch; an unanswered question passes nothing, and its description names the role's
+    default.
   - Lists, dicts, booleans and C(no_log) options are left out. AWX survey answers reach the play as strings, so
     those belong in inventory variables.
 positional: _input, role
@@ -53,12 +56,11 @@ _value:
     description: Generated from roles/rdma/meta/argument_specs.yml by gpufabric.core.survey_spec.
     spec:
       - question_name: rdma_driver_source
-        question_description: Where the RDMA stack comes from.
+        question_description: "Left empty: the inventory's value, else the role's default inbox. Where the RDMA stack comes from."
         variable: rdma_driver_source
         type: multiplechoice
         required: false
         choices: [inbox, doca]
-        default: inbox
 """
 
 from ansible_collections.gpufabric.core.plugins.module_utils.awx_survey import SurveyError, survey_spec

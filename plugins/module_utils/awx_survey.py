@@ -6,11 +6,28 @@
 AWX surveys can express text, numbers and fixed choices, not lists, dicts or real booleans (a survey answer reaches
 the play as a string, and "false" is a true string). Options of those types, and options marked no_log, are left
 out: they belong in inventory group_vars, where their types survive.
+
+No question carries a default: AWX passes every valid survey default as an extra var, the highest precedence, so a
+default would replace the inventory's per-group value on every launch (rdma_expected_rate_gbps 400 -> 0). An
+unanswered question passes nothing; the inventory's value, or the role's default, applies. The description says
+what the role's default is.
 """
 
 from __future__ import annotations
 
+import re
+
 _QUESTION_TYPES = {"str": "text", "path": "text", "int": "integer", "float": "float"}
+# ansible-doc's markup (C(code), V(value), O(option), L(text,URL) ...): AWX shows a survey's text as it is.
+_LINK = re.compile(r"\bL\(([^(),]*),[^()]*\)")
+_MARKUP = re.compile(r"\b(?:[BCEIMOPUV]|RV)\(([^()]*)\)")
+
+
+def plain_text(description):
+    """An argument spec description as a person reads it in AWX: joined, without ansible-doc's markup."""
+    if isinstance(description, list):
+        description = " ".join(description)
+    return _MARKUP.sub(r"\1", _LINK.sub(r"\1", description))
 
 
 class SurveyError(ValueError):
@@ -20,9 +37,12 @@ class SurveyError(ValueError):
 def _question(name, spec):
     choices = spec.get("choices")
     question_type = "multiplechoice" if choices else _QUESTION_TYPES[spec.get("type", "str")]
-    description = spec.get("description", "")
-    if isinstance(description, list):
-        description = " ".join(description)
+    description = plain_text(spec.get("description", ""))
+    default = spec.get("default")
+    # A templated default ("{{ lookup('ansible.builtin.env', 'HOME') }}/...") means something only in the role's
+    # defaults/main.yml: it is not shown. First, so that the 1,000 characters AWX keeps never cut it off.
+    if default is not None and not (isinstance(default, str) and "{{" in default):
+        description = "Left empty: the inventory's value, else the role's default %s. %s" % (default, description)
     question = {
         "question_name": name,
         "question_description": description[:1000],
@@ -32,11 +52,6 @@ def _question(name, spec):
     }
     if choices:
         question["choices"] = [str(choice) for choice in choices]
-    default = spec.get("default")
-    # A templated default ("{{ lookup('ansible.builtin.env', 'HOME') }}/...") means something only in the role's
-    # defaults/main.yml; left out, an unanswered question keeps the role's default.
-    if default is not None and not (isinstance(default, str) and "{{" in default):
-        question["default"] = str(default) if question_type in ("text", "multiplechoice") else default
     return question
 
 
