@@ -18,6 +18,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import kind_of, shown
+
 MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb")
 LACP_RATES = ("slow", "fast")
 # Policies that netplan, systemd-networkd and NetworkManager all accept.
@@ -287,7 +289,7 @@ def _as_list(problems, variable, value):
     if value is None:
         return []
     if not isinstance(value, list):
-        problems.append("%s: must be a list, got %s" % (variable, type(value).__name__))
+        problems.append("%s: must be a list, got a %s" % (variable, kind_of(value)))
         return []
     return value
 
@@ -364,7 +366,11 @@ def normalize(bonds=None, vlans=None, ethernets=None, bond_defaults=None, prefix
                 entry[key] = value
         members = []
         raw_members = bond.get("members")
-        if not isinstance(raw_members, list) or not raw_members:
+        if raw_members is not None and not isinstance(raw_members, list):
+            problems.append("%s: must be a list of interface names or MAC addresses, one item each, got a %s %s"
+                            % (where("members"), kind_of(raw_members), shown(raw_members)))
+            raw_members = []
+        elif not raw_members:
             problems.append("%s: must list at least one member interface (name or MAC address)" % where("members"))
             raw_members = []
         bond_names = [b.get("name") for b in bonds if isinstance(b, dict)] if isinstance(bonds, list) else []

@@ -56,6 +56,11 @@ def test_members_by_mac_are_normalised():
     ("addresses", ["10.0.0.0/24"], "is a network address, not a host address"),
     ("miimon", -1, "bonding_bonds[0] (bond0).miimon: -1 is out of range 1-10000"),
     ("speed", 100, "bonding_bonds[0] (bond0): unknown keys speed"),
+    # A comma-separated string is the likely mistake; "at least one member" told the user nothing.
+    ("members", "ens1f0np0,ens1f1np1", "bonding_bonds[0] (bond0).members: must be a list of interface names or MAC "
+                                       "addresses, one item each, got a string 'ens1f0np0,ens1f1np1'"),
+    ("members", [], "bonding_bonds[0] (bond0).members: must list at least one member interface"),
+    ("members", None, "bonding_bonds[0] (bond0).members: must list at least one member interface"),
 ])
 def test_bad_bond_values_name_the_variable(key, value, expected):
     problems = problems_of(bonds=[dict(BOND, **{key: value})])
@@ -157,3 +162,10 @@ def test_filter_raises_ansible_filter_error_with_the_variable():
 def test_strings_of_digits_from_extra_vars_are_integers():
     config = normalize(bonds=[dict(BOND, mtu="9000", miimon="50")], vlans=[{"id": "100", "link": "bond0"}])
     assert (config["bonds"][0]["mtu"], config["bonds"][0]["miimon"], config["vlans"][0]["id"]) == (9000, 50, 100)
+
+
+def test_a_value_read_from_the_inventory_is_named_as_the_inventory_says_it():
+    """ansible-core 2.19 hands filters tagged copies (_AnsibleTaggedStr): their class names mean nothing to a user."""
+    tags = pytest.importorskip("ansible._internal._datatag._tags")
+    bonds = tags.Origin(path="/inventory/group_vars/gpu.yml", line_num=3).tag("bond0")
+    assert problems_of(bonds=bonds) == ["bonding_bonds: must be a list, got a string"]
