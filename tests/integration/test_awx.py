@@ -61,6 +61,21 @@ def test_every_job_template_playbook_exists():
             assert (ROOT / "roles" / template["role"] / "meta" / "argument_specs.yml").is_file()
 
 
+def test_the_bmc_credential_injects_the_password_the_inventorys_bmc_endpoints_read():
+    """AWX's credential, not a vaulted file in Git: its type injects gpufabric_bmc_password, which the example
+    inventory's cooling endpoints name; its input is secret, so AWX never shows it."""
+    tasks = yaml.safe_load((ROOT / "playbooks" / "awx_configure.yml").read_text())[0]["tasks"]
+    credential_type = next(task["awx.awx.credential_type"] for task in tasks if "awx.awx.credential_type" in task)
+    assert credential_type["inputs"]["fields"] == [{"id": "password", "label": "BMC password", "type": "string",
+                                                    "secret": True}]
+    assert credential_type["injectors"] == {"extra_vars": {"gpufabric_bmc_password":
+                                                           "{% raw %}{{ password }}{% endraw %}"}}
+    bmcs = [yaml.safe_load(path.read_text()).get("cooling_bmc") or {}
+            for path in (ROOT / "inventories" / "example" / "group_vars").glob("*.yml")]
+    passwords = [endpoint.get("password") for bmc in bmcs for endpoint in bmc.values()]
+    assert passwords and set(passwords) == {"{{ gpufabric_bmc_password }}"}, passwords
+
+
 def test_survey_specs_render_for_every_role(tmp_path):
     """Template the same expression the job template task uses, on the real argument_specs of every role."""
     play = yaml.safe_load((ROOT / "playbooks" / "awx_configure.yml").read_text())[0]
