@@ -45,6 +45,11 @@ def test_every_host_passes_every_role_check():
 
 BAD_INPUTS = {
     "misspelt variable": ({"rdma_driver_sourc": "inbox"}, "rdma_driver_sourc. Supported parameters include"),
+    # A misspelt prefix, which no argument spec sees: Ansible ignored it and the rate gate accepted any rate.
+    "misspelt prefix": ({"rmda_expected_rate_gbps": 400}, "rmda_expected_rate_gbps: no role or playbook of "
+                                                          "gpufabric.core reads this variable; did you mean "
+                                                          "rdma_expected_rate_gbps?"),
+    "misspelt fleet variable": ({"gpufabric_rail_interface": ["eth1"]}, "did you mean gpufabric_rail_interfaces?"),
     "wrong type": ({"verify_gate_percent": "ninety"}, "verify_gate_percent"),
     "unknown choice": ({"rdma_driver_source": "ofed"}, "rdma_driver_source"),
     # Each bond is valid on its own (the argument spec accepts it); the bonding preflight filter sees the overlap.
