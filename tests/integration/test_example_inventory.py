@@ -50,6 +50,10 @@ BAD_INPUTS = {
                                                           "gpufabric.core reads this variable; did you mean "
                                                           "rdma_expected_rate_gbps?"),
     "misspelt fleet variable": ({"gpufabric_rail_interface": ["eth1"]}, "did you mean gpufabric_rail_interfaces?"),
+    # One run names every mistake of a host: each check runs whatever an earlier one found.
+    "three mistakes at once": ({"rdma_driver_source": "ofed", "rmda_expected_rate_gbps": 400,
+                                "bonding_bonds": [{"name": "bond0", "members": ["ens21f0np0"]}]},
+                               "3 check(s) failed for this host"),
     "wrong type": ({"verify_gate_percent": "ninety"}, "verify_gate_percent"),
     "unknown choice": ({"rdma_driver_source": "ofed"}, "rdma_driver_source"),
     # Each bond is valid on its own (the argument spec accepts it); the bonding preflight filter sees the overlap.
@@ -292,3 +296,13 @@ def test_a_refused_secret_is_never_printed(mistakes_checked, case):
 
 def test_a_long_value_is_named_not_printed(mistakes_checked):
     assert "mlx5_0:1," * 100 not in mistakes_checked["out"]
+
+
+def test_one_run_names_every_mistake_of_a_host_without_printing_the_argument_spec(mistakes_checked):
+    failures = "\n".join(failures_of(mistakes_checked["out"], mistake_host("three mistakes at once")))
+    for expected in ("rdma_driver_source", "did you mean rdma_expected_rate_gbps?",
+                     "an 802.3ad (LACP) bond needs at least two members"):
+        assert expected in failures, (expected, failures)
+    # A failed argument-spec check used to print the whole spec with its error, about 12 kB a host and role.
+    assert "argument_spec_data" not in mistakes_checked["out"]
+
