@@ -89,7 +89,9 @@ def _der_oid(dotted):
 def encrypted_pkcs8(key, passphrase):
     """key as PKCS#8 EncryptedPrivateKeyInfo (PEM): PBES2 with scrypt (SCRYPT_N, _R, _P) and AES-256-CBC, the form
     `openssl pkcs8 -topk8 -scrypt` writes, read by cryptography, community.crypto and OpenSSL alike (RFC 8018,
-    RFC 7914 section 7)."""
+    RFC 7914 section 7). Encoded here because cryptography cannot: its PKCS#8 BestAvailableEncryption writes PBKDF2
+    with 2,048 iterations, and its encryption_builder() refuses PKCS#8 (50.0.2: "only supported with
+    PrivateFormat.OpenSSH and PrivateFormat.PKCS12")."""
     plain = key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
                               serialization.NoEncryption())
     salt, iv = os.urandom(16), os.urandom(16)
