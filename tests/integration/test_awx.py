@@ -28,11 +28,15 @@ def test_ansible_builder_creates_a_complete_build_context(tmp_path):
     containerfile = (context / "Containerfile").read_text()
     assert "ansible-galaxy collection install" in containerfile
     assert "COPY _build/collections/ /tmp/gpufabric-collections/" in containerfile
+    version = yaml.safe_load((ROOT / "galaxy.yml").read_text())["version"]
     built = sorted(p.name for p in (context / "_build" / "collections").iterdir())
-    assert built == ["gpufabric-core-0.1.0.tar.gz"]
+    assert built == ["gpufabric-core-%s.tar.gz" % version]
+    # Installed under one name whatever the version: the requirements never go stale when galaxy.yml's changes.
+    assert "RUN mv /tmp/gpufabric-collections/gpufabric-core-*.tar.gz /tmp/gpufabric-collections/gpufabric-core.tar.gz" \
+        in containerfile
     galaxy = yaml.safe_load((context / "_build" / "requirements.yml").read_text())
     names = [c["name"] for c in galaxy["collections"]]
-    assert "/tmp/gpufabric-collections/gpufabric-core-0.1.0.tar.gz" in names
+    assert "/tmp/gpufabric-collections/gpufabric-core.tar.gz" in names
     requirements = (context / "_build" / "requirements.txt").read_text()
     assert "netaddr==1.3.0" in requirements and "cryptography==" in requirements and "jmespath" not in requirements
     # The controller only needs SSH: ipmitool, iperf3 and the rest run on the hosts.
