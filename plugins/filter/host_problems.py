@@ -12,7 +12,8 @@ short_description: Say why a host's operating system or service manager does not
 version_added: 0.2.0
 description:
   - "Takes the host's gathered facts and returns one sentence per problem (empty when the host suits the role): an
-    OS family the role does not support, a service manager other than systemd where the role needs systemd."
+    OS family the role does not support, a service manager other than systemd where the role needs systemd, a
+    release the roles were never tested on (unless O(untested))."
   - The one OS and service manager check of the collection. Every role adds these to the problems of its one
     preflight task (no task of its own), so that one task refuses both, before any change.
   - A fact that was not gathered (a play with C(gather_facts=false), a fact cache holding only some) is not checked
@@ -35,6 +36,13 @@ options:
     description: Whether the role needs systemd as the host's service manager (it runs or owns units).
     type: bool
     default: true
+  untested:
+    description:
+      - Whether a release of a supported family that the tests never ran the roles on (Ubuntu, Rocky, Debian
+        testing) is accepted. When false, such a host is refused, naming what is tested (Debian 12 and 13); the
+        roles pass C(gpufabric_untested_platforms). Not checked for a role that supports any family.
+    type: bool
+    default: false
 author:
   - gpufabric.core contributors (@gpufabric)
 """
@@ -66,7 +74,23 @@ _value:
 """
 
 
-def host_problems(facts, role, os_families, systemd=True):
+# The releases the roles run on in the tests (README, Supported platforms): the site test's lab and the Molecule
+# scenarios. Others of a supported family (Ubuntu, Rocky) are rendered only, never run.
+TESTED_RELEASES = {"Debian": ("12", "13")}
+
+
+def _tested_problem(facts, role):
+    """Why the host's release was never tested, or None (also when its distribution facts were not gathered)."""
+    distribution, major = facts.get("distribution"), facts.get("distribution_major_version")
+    if distribution is None or major is None or major in TESTED_RELEASES.get(distribution, ()):
+        return None
+    tested = "; ".join("%s %s" % (name, " and ".join(majors)) for name, majors in sorted(TESTED_RELEASES.items()))
+    return ("the %s role is tested on %s only; this host is %s %s: set gpufabric_untested_platforms: true to run it "
+            "there anyway (README, Supported platforms)" % (role, tested, distribution,
+                                                           facts.get("distribution_version") or major))
+
+
+def host_problems(facts, role, os_families, systemd=True, untested=False):
     if not isinstance(facts, dict):
         raise TypeError("the input must be the host's facts (a dict), got %s" % type(facts).__name__)
     families = list(os_families or [])
@@ -74,7 +98,8 @@ def host_problems(facts, role, os_families, systemd=True):
     family = facts.get("os_family", families[0] if families else None)
     service_manager = facts.get("service_mgr", "systemd") or "an unknown service manager"
     if (not families or family in families) and (not systemd or service_manager == "systemd"):
-        return []
+        problem = None if untested or not families else _tested_problem(facts, role)
+        return [problem] if problem else []
     release = " ".join(part for part in (facts.get("distribution") or "an unknown distribution",
                                          facts.get("distribution_version") or "") if part)
     needs = ("the %s families" % " and ".join(families) if families else "any OS family") + (

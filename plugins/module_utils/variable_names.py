@@ -18,7 +18,7 @@ FLEET_VARIABLES = frozenset((
     "gpufabric_soft_roce", "gpufabric_serial", "gpufabric_max_fail_percentage", "gpufabric_check_hosts",
     "gpufabric_bonding_hosts", "gpufabric_cooling_hosts", "gpufabric_health_hosts", "gpufabric_ipsec_hosts",
     "gpufabric_monitoring_hosts", "gpufabric_nccl_hosts", "gpufabric_rdma_hosts", "gpufabric_routing_hosts",
-    "gpufabric_soft_roce_hosts", "gpufabric_verify_hosts",
+    "gpufabric_soft_roce_hosts", "gpufabric_verify_hosts", "gpufabric_untested_platforms",
 ))
 # How alike two names must be (difflib's ratio) to call one a misspelling of the other: one letter swapped, left out
 # or added in a name of 15 or more characters; a name of the user's own is rarely that close to one of ours.

@@ -34,3 +34,30 @@ def test_a_role_without_units_or_family_limits_checks_only_what_it_needs():
         "the verify role supports any OS family under systemd; this host is Debian 12.8 (Debian) with openrc"]
     assert host_problems(dict(DEBIAN, os_family="Suse", distribution="SLES"), "nccl", ["Debian"], systemd=False) == [
         "the nccl role supports the Debian families; this host is SLES 12.8 (Suse) with systemd"]
+
+
+UBUNTU = {"os_family": "Debian", "service_mgr": "systemd", "distribution": "Ubuntu", "distribution_version": "24.04",
+          "distribution_major_version": "24"}
+
+
+def test_a_release_never_tested_is_refused_unless_allowed():
+    """Ubuntu and Rocky are of supported families but were only ever rendered, never run (README)."""
+    assert host_problems(UBUNTU, "rdma", ["Debian", "RedHat"]) == [
+        "the rdma role is tested on Debian 12 and 13 only; this host is Ubuntu 24.04: set "
+        "gpufabric_untested_platforms: true to run it there anyway (README, Supported platforms)"]
+    rocky = dict(UBUNTU, os_family="RedHat", distribution="Rocky", distribution_version="9.4",
+                 distribution_major_version="9")
+    assert "this host is Rocky 9.4" in host_problems(rocky, "bonding", ["Debian", "RedHat"])[0]
+    # Debian testing reports n/a as its major version (the ipsec scenario's forky nodes allow it).
+    forky = dict(DEBIAN, distribution_version="n/a", distribution_major_version="n/a")
+    assert "this host is Debian n/a" in host_problems(forky, "ipsec", ["Debian"])[0]
+    for facts in (UBUNTU, rocky, forky):
+        assert host_problems(facts, "rdma", ["Debian", "RedHat"], untested=True) == []
+
+
+def test_the_tested_releases_and_roles_of_any_family_pass():
+    for major in ("12", "13"):
+        assert host_problems(dict(DEBIAN, distribution_major_version=major), "rdma", ["Debian"]) == []
+    assert host_problems(UBUNTU, "verify", [], systemd=False) == []
+    # Facts gathered without the distribution's version are not judged.
+    assert host_problems(dict(UBUNTU, distribution_major_version=None), "rdma", ["Debian"]) == []
