@@ -280,7 +280,9 @@ def _ipmi_problems(ipmi, where):
     problems.extend(_number_problems(ipmi, where, (
         ("port", True, 1, 65535, "a UDP port, an integer 1-65535"),
         ("cipher_suite", True, 0, 17, "an IPMI cipher suite id, an integer 0-17 (3 or 17 on current BMCs)"),
-        ("timeout", False, 0, 60, "seconds, a number above 0 and at most 60 (no unit: 5, not \"5s\")"),
+        # ipmitool's -N takes whole seconds: 2.5 would silently become 2.
+        ("timeout", True, 1, 60, "whole seconds, an integer 1-60 (ipmitool -N takes no fraction and no unit: 5, "
+                                 "not \"5s\" or 2.5)"),
         ("retries", True, 0, 10, "an integer 0-10"),
     )))
     suite = ipmi.get("cipher_suite")
