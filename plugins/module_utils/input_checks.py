@@ -63,6 +63,11 @@ def full_match_problem(name, value, pattern, rule):
     return None
 
 
+# A decimal number as Prometheus's PromQL lexer and Go's ParseFloat read it, ASCII digits only: Python's float() and
+# int() also take "1_000" and other scripts' digits ("\u0664"), which reach a rule file or a config as written.
+DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
 def as_int(value):
     """The int argument_specs would accept for value (an int or a string of one), else None."""
     if isinstance(value, bool):
@@ -83,11 +88,8 @@ def as_number(value):
         return None
     if isinstance(value, (int, float)):
         number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            return None
+    elif isinstance(value, str) and DECIMAL.fullmatch(value.strip()):
+        number = float(value.strip())
     else:
         return None
     return number if math.isfinite(number) else None

@@ -18,7 +18,7 @@ import yaml
 from ansible_collections.gpufabric.core.plugins.filter.cooling_policy_problems import FilterModule as CoolingFilters
 from ansible_collections.gpufabric.core.plugins.filter.inventory_problems import FilterModule as InventoryFilters
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_inputs import bonding_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked, path_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import as_number, masked, path_problems
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_inputs import nccl_problems
 from ansible_collections.gpufabric.core.plugins.module_utils.rdma_inputs import rdma_problems
 from ansible_collections.gpufabric.core.plugins.module_utils.verify_inputs import verify_problems
@@ -128,6 +128,23 @@ def test_inf_and_nan_rates_and_thresholds_are_refused(number):
                     verify_thresholds_gbps={"hgx": number}, verify_nccl_thresholds_gbytes={"hgx": number})
     names = [p.split(":")[0] for p in verify_problems(settings)]
     assert {"verify_gate_percent", "verify_thresholds_gbps.hgx", "verify_nccl_thresholds_gbytes.hgx"} <= set(names)
+
+
+@pytest.mark.parametrize("number", ["1_000", "\u0669\u0660", "\u0669\u0660.5", "\uff19\uff10", "0x5A", "90%"])
+def test_numbers_python_reads_but_no_config_reader_does_are_refused(number):
+    """Python's float() takes "1_000", Arabic-Indic ("\u0669\u0660") and full-width digits (issue 47); the value
+    then reached a file as written. A number is ASCII decimal digits, a point and an exponent, nothing else."""
+    rdma = rdma_problems(dict(defaults("rdma"), rdma_expected_rate_gbps=number))
+    assert any(p.startswith("rdma_expected_rate_gbps: must be a number") for p in rdma), rdma
+    settings = dict(defaults("verify"), verify_report_dir="/srv/reports", verify_gate_percent=number,
+                    verify_thresholds_gbps={"hgx": number})
+    names = [p.split(":")[0] for p in verify_problems(settings)]
+    assert {"verify_gate_percent", "verify_thresholds_gbps.hgx"} <= set(names)
+
+
+@pytest.mark.parametrize("number, value", [("90", 90.0), (" 90.5 ", 90.5), ("1e2", 100.0), (".5", 0.5), (85, 85.0)])
+def test_decimal_numbers_as_strings_are_still_read(number, value):
+    assert as_number(number) == value
 
 
 def test_verify_arguments_and_environment_longer_than_their_consumers_take_are_refused():
