@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked
 
@@ -23,15 +24,35 @@ CLAIMING_VARIABLES = ("bonding_bonds", "bonding_vlans", "bonding_ethernets", "co
 _URL_HOST = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://(?:[^/@]*@)?(\[[^\]]+\]|[^:/?#]+)")
 
 
+# What the C library's inet_aton (behind getaddrinfo: ipmitool, curl, Python's urllib) reads as an IPv4 address
+# though ipaddress refuses it: a leading 0 is octal, 0x hex, fewer than four parts fill from the right
+# (10.99.1.015 is 10.99.1.13, 10.99.269 is 10.99.1.13).
+_LEGACY_IPV4 = re.compile(r"(?:0[xX][0-9A-Fa-f]+|[0-9]+)(?:\.(?:0[xX][0-9A-Fa-f]+|[0-9]+)){0,3}", re.ASCII)
+
+
+def _ip_address(text):
+    """The address text names as the resolver reads it (an IPv4-mapped IPv6 address as its IPv4), else None."""
+    try:
+        address = ipaddress.ip_interface(text).ip
+    except ValueError:
+        host, _slash, _prefix = text.partition("/")
+        if not _LEGACY_IPV4.fullmatch(host):
+            return None
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    return getattr(address, "ipv4_mapped", None) or address
+
+
 def _address_key(value):
     """The form an address or host name is compared in; None for what cannot identify one host (loopback,
     link-local, unspecified addresses, or no value)."""
     if not isinstance(value, str) or not value.strip():
         return None
     text = value.strip().strip("[]")
-    try:
-        address = ipaddress.ip_interface(text).ip
-    except ValueError:
+    address = _ip_address(text)
+    if address is None:
         return "name %s" % text.lower().rstrip(".")
     if address.is_loopback or address.is_link_local or address.is_unspecified:
         return None
@@ -77,6 +98,15 @@ def host_claims(settings):
     return [claim for claim in claims if claim[0] is not None]
 
 
+def _spelling_note(key, first, second):
+    """Why two differently written values are one (10.99.1.015 and 10.99.1.13), or "" when they read alike."""
+    spellings = [str(value).strip().strip("[]").partition("/")[0] for value in (first, second)]
+    if not key.startswith("address ") or spellings[0] == spellings[1]:
+        return ""
+    return " (%r and %r are one address, %s, as the resolver reads them)" % (spellings[0], spellings[1],
+                                                                             key[len("address "):])
+
+
 def inventory_problems(hosts):
     """{host: [sentence, ...]} for every host that claims what another host claims (only hosts with a problem).
 
@@ -90,13 +120,13 @@ def inventory_problems(hosts):
         for key, variable, value in host_claims(hosts[host]):
             owner = owners.get(key)
             if owner is None:
-                owners[key] = (host, variable)
+                owners[key] = (host, variable, value)
                 continue
             if owner[0] == host:
                 continue
             what = "router ID" if key.startswith("router id") else "address"
-            sentence = ("%s %r is claimed by two hosts: %s (%s) and %s (%s); each host needs its own" % (
-                what, str(value), owner[0], owner[1], host, variable))
+            sentence = ("%s %r is claimed by two hosts: %s (%s) and %s (%s); each host needs its own%s" % (
+                what, str(value), owner[0], owner[1], host, variable, _spelling_note(key, owner[2], value)))
             for claimant in (owner[0], host):
                 if sentence not in problems.setdefault(claimant, []):
                     problems[claimant].append(sentence)

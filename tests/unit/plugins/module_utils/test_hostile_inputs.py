@@ -10,6 +10,7 @@ sentence names the variable; the secret cases also assert the secret is in no me
 from __future__ import annotations
 
 import copy
+import socket
 from pathlib import Path
 
 import pytest
@@ -301,6 +302,27 @@ def test_same_bmc_address_on_two_hosts_is_refused_naming_both():
                               "and inf-r03-n01 (cooling_bmc.ipmi.host); each host needs its own"]
                        for host in ("gpu-r01-n01", "inf-r03-n01")}
     assert SECRET not in repr(clashes)
+
+
+@pytest.mark.parametrize("spelling", ["10.99.1.015", "10.99.1.0xd", "10.99.269", "::ffff:10.99.1.13"])
+def test_one_bmc_written_two_ways_is_refused_naming_both(spelling):
+    """ipmitool and Python's HTTP client resolve with getaddrinfo, which reads a leading 0 as octal, 0x as hex and
+    fills a short address from the right (issue 47): the comparison reads each address as the resolver does."""
+    resolved = socket.getaddrinfo(spelling, None, proto=socket.IPPROTO_TCP)[0][4][0]
+    assert resolved in ("10.99.1.13", "::ffff:10.99.1.13")
+    clashes = inventory_problems({"gpu-r01-n03": hgx("10.110.1.13/24", "10.99.1.13"),
+                                  "inf-r03-n01": {"cooling_bmc": {"ipmi": {"host": spelling, "password": SECRET}}}})
+    assert clashes["inf-r03-n01"] == [
+        "address %r is claimed by two hosts: gpu-r01-n03 (cooling_bmc.redfish.base_url) and inf-r03-n01 "
+        "(cooling_bmc.ipmi.host); each host needs its own ('10.99.1.13' and %r are one address, 10.99.1.13, as the "
+        "resolver reads them)" % (spelling, spelling)]
+    assert clashes["gpu-r01-n03"] == clashes["inf-r03-n01"] and SECRET not in repr(clashes)
+
+
+def test_addresses_that_only_look_alike_are_not_a_clash():
+    # 10.110.1.011 is 10.110.1.9 to the resolver (octal), not 10.110.1.11; a name with digits is a name.
+    assert inventory_problems({"a": hgx("10.110.1.11/24", "10.99.1.11"),
+                               "b": hgx("10.110.1.011/24", "10.99.1.11x")}) == {}
 
 
 def test_same_router_id_or_loopback_on_two_hosts_is_refused():
