@@ -277,10 +277,9 @@ def _window_scrape_problems(thresholds, scrape_interval):
         except ValueError:
             continue
         if 0 < window_seconds < 2 * scrape_seconds:
-            found.append("health_thresholds.%s: %s is shorter than two scrapes of "
-                         "health_monitoring_scrape_interval (%s): increase() needs two samples inside the window, "
-                         "so most flaps would go unseen; make it at least %gs" % (key, window, scrape_interval,
-                                                                                2 * scrape_seconds))
+            found.append("health_thresholds.%s: %s is shorter than two scrapes of health_monitoring_scrape_interval "
+                         "(%s): increase() needs two samples inside the window, so most flaps would go unseen; make "
+                         "it at least %gs" % (key, window, scrape_interval, 2 * scrape_seconds))
     return found
 
 
