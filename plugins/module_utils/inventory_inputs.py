@@ -11,11 +11,9 @@ two hosts and the two variables. The IPsec mesh's names and identities are the i
 
 from __future__ import annotations
 
-import ipaddress
 import re
-import socket
 
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked, resolver_address
 
 # The variables whose values belong to one host alone.
 CLAIMING_VARIABLES = ("bonding_bonds", "bonding_vlans", "bonding_ethernets", "cooling_bmc", "routing_loopback_addresses",
@@ -24,34 +22,13 @@ CLAIMING_VARIABLES = ("bonding_bonds", "bonding_vlans", "bonding_ethernets", "co
 _URL_HOST = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://(?:[^/@]*@)?(\[[^\]]+\]|[^:/?#]+)")
 
 
-# What the C library's inet_aton (behind getaddrinfo: ipmitool, curl, Python's urllib) reads as an IPv4 address
-# though ipaddress refuses it: a leading 0 is octal, 0x hex, fewer than four parts fill from the right
-# (10.99.1.015 is 10.99.1.13, 10.99.269 is 10.99.1.13).
-_LEGACY_IPV4 = re.compile(r"(?:0[xX][0-9A-Fa-f]+|[0-9]+)(?:\.(?:0[xX][0-9A-Fa-f]+|[0-9]+)){0,3}", re.ASCII)
-
-
-def _ip_address(text):
-    """The address text names as the resolver reads it (an IPv4-mapped IPv6 address as its IPv4), else None."""
-    try:
-        address = ipaddress.ip_interface(text).ip
-    except ValueError:
-        host, _slash, _prefix = text.partition("/")
-        if not _LEGACY_IPV4.fullmatch(host):
-            return None
-        try:
-            address = ipaddress.IPv4Address(socket.inet_aton(host))
-        except OSError:
-            return None
-    return getattr(address, "ipv4_mapped", None) or address
-
-
 def _address_key(value):
     """The form an address or host name is compared in; None for what cannot identify one host (loopback,
     link-local, unspecified addresses, or no value)."""
     if not isinstance(value, str) or not value.strip():
         return None
     text = value.strip().strip("[]")
-    address = _ip_address(text)
+    address = resolver_address(text)
     if address is None:
         return "name %s" % text.lower().rstrip(".")
     if address.is_loopback or address.is_link_local or address.is_unspecified:

@@ -276,6 +276,21 @@ def test_redfish_targets_climbing_out_of_the_service_root_are_refused(target):
     assert any(p.startswith("cooling_fan_groups.chassis.target: must be a Redfish path on the BMC") for p in problems)
 
 
+@pytest.mark.parametrize("host, address", [("192.0.2.010", "192.0.2.8"), ("192.0.2.0xa", "192.0.2.10"),
+                                           ("192.0.522", "192.0.2.10")])
+def test_a_bmc_address_the_resolver_reads_as_another_is_refused(host, address):
+    """ipmitool and the Redfish client resolve with getaddrinfo: 192.0.2.010 reaches 192.0.2.8 (octal), not the BMC
+    the inventory seems to name (issue 47)."""
+    assert socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)[0][4][0] == address
+    reading = "%r is read as %s by the resolver (a leading 0 is octal, 0x hex, a short form fills from the right); " \
+              "write %s" % (host, address, address)
+    bmc = copy.deepcopy(GOOD["bmc"])
+    bmc["ipmi"]["host"] = host
+    bmc["redfish"]["base_url"] = "https://%s" % host
+    assert cooling(bmc=bmc) == ["cooling_bmc.ipmi.host: " + reading,
+                                "cooling_bmc.redfish.base_url: the host " + reading]
+
+
 # Two hosts claiming one thing (check_inventory.yml)
 
 def hgx(storage, bmc, **extra):
