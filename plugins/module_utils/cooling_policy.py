@@ -15,8 +15,8 @@ import posixpath
 import re
 
 from .cooling_curve import FULL_DUTY, as_number, curve_problems
-from .input_checks import (ARGUMENT_MAX, ENV_TOTAL_MAX, PATH_MAX, TEXTFILE_UNDER, kind_of, length_problem, mask_url,
-                           masked, path_problems)
+from .input_checks import (ARGUMENT_MAX, ENV_TOTAL_MAX, PATH_MAX, TEXTFILE_UNDER, ambiguous_address, kind_of,
+                           length_problem, mask_url, masked, path_problems)
 
 SENSOR_BACKENDS = ("ipmi", "redfish", "hwmon", "nvml", "nvidia_smi")
 FAN_BACKENDS = ("hwmon", "ipmi_raw", "redfish")
@@ -277,10 +277,14 @@ def _ipmi_problems(ipmi, where):
         problems.append("%s.interface: must be lanplus (over the network) or open (local /dev/ipmi0), got %r" % (where, interface))
     if interface == "lanplus" and not (isinstance(ipmi.get("host"), str) and _HOST.fullmatch(ipmi["host"])):
         problems.append("%s.host: interface lanplus needs the BMC's address or name, got %r" % (where, ipmi.get("host")))
+    elif interface == "lanplus" and ambiguous_address(ipmi["host"]):
+        problems.append("%s.host: %s" % (where, ambiguous_address(ipmi["host"])))
     problems.extend(_number_problems(ipmi, where, (
         ("port", True, 1, 65535, "a UDP port, an integer 1-65535"),
         ("cipher_suite", True, 0, 17, "an IPMI cipher suite id, an integer 0-17 (3 or 17 on current BMCs)"),
-        ("timeout", False, 0, 60, "seconds, a number above 0 and at most 60 (no unit: 5, not \"5s\")"),
+        # ipmitool's -N takes whole seconds: 2.5 would silently become 2.
+        ("timeout", True, 1, 60, "whole seconds, an integer 1-60 (ipmitool -N takes no fraction and no unit: 5, "
+                                 "not \"5s\" or 2.5)"),
         ("retries", True, 0, 10, "an integer 0-10"),
     )))
     suite = ipmi.get("cipher_suite")
@@ -306,6 +310,8 @@ def redfish_base_url_problem(url, allow_insecure_http):
             repr(mask_url(url)) if isinstance(url, str) else "a " + kind_of(url),)
     if match.group(3) and not 1 <= int(match.group(3)[1:]) <= 65535:
         return "port must be 1-65535, got %r" % url
+    if ambiguous_address(match.group(2)):
+        return "the host %s" % ambiguous_address(match.group(2))
     if match.group(1) == "http" and allow_insecure_http is not True:
         return "%r is plain http: the BMC's credentials would cross the network in clear; use https, or set " \
                "allow_insecure_http: true for a lab BMC" % url

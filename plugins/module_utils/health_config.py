@@ -19,7 +19,7 @@ import re
 import socket
 
 from ansible_collections.gpufabric.core.plugins.module_utils import health_rules, mlnx_qos, swanctl_mesh
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import path_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import as_number, path_problems
 
 # The fastest Ethernet and InfiniBand ports sold (800 Gb/s: ConnectX-8, XDR) with room for the next generation; an
 # expected rate above this is a typo (Mb/s given as Gb/s), not a NIC.
@@ -47,12 +47,8 @@ def _has_line_break(value):
 
 
 def _number(value):
-    if isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
+    """value as a float, read as Prometheus reads a number (input_checks.as_number: ASCII decimal digits only)."""
+    return as_number(value)
 
 
 def _is_ip(text):
@@ -75,8 +71,49 @@ def _duration_problem(where, value, low, high, bounds):
     return None
 
 
+# Each number threshold's range. The rules write INTEGER_THRESHOLDS with %d, so they must be integers (a string
+# "2" fails there); the others are written as given, so a string must be a number Prometheus reads
+# (input_checks.DECIMAL: "1_000" or other scripts' digits are not, though Python's float() takes them).
+THRESHOLD_RANGES = {"leaf_min_hosts": (1, 100000), "leaf_min_ratio": (0.01, 1), "flap_changes": (2, 1000),
+                    "carrier_lost_changes_6h": (1, 1000), "pause_frames_per_second": (1, 1e9),
+                    "stale_after_seconds": (5, 86400)}
+INTEGER_THRESHOLDS = ("leaf_min_hosts", "flap_changes", "carrier_lost_changes_6h", "stale_after_seconds")
+
+
+def _threshold_number_problem(where, key, value):
+    low, high = THRESHOLD_RANGES[key]
+    if key in INTEGER_THRESHOLDS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
+            example = health_rules.DEFAULT_THRESHOLDS[key]
+            return ("%s: must be a whole number written as a YAML number (%d, not '%d' or %d.5): the alert rule "
+                    "takes it as an integer; got %r" % (where, example, example, example, value))
+        number = float(value)
+    else:
+        number = _number(value)
+        if number is None:
+            return ("%s: %r is not a number as Prometheus reads one (ASCII digits, a point, an exponent: 0.5, 1000, "
+                    "1e3)" % (where, value))
+    if not low <= number <= high:
+        return "%s: %r is out of range (%s to %s)" % (where, value, low, high)
+    return None
+
+
+# Duration thresholds used as a range selector's window ([5m]): Prometheus refuses [0s] ("duration must be greater
+# than 0"), and no window shorter than a scrape could ever hold the two samples increase() needs.
+WINDOW_THRESHOLDS = ("flap_window",)
+
+
+def _threshold_duration_problem(where, key, value):
+    problem = _duration_problem(where, value, 0, 7 * 86400, "0s to 7 days")
+    if problem is None and key in WINDOW_THRESHOLDS and health_rules.duration_seconds(value) < 1:
+        problem = ("%s: %s is a window of less than a second: Prometheus refuses a range of 0 and no shorter one holds "
+                   "two samples for increase(); give a few scrape intervals (the default is %s)"
+                   % (where, value, health_rules.DEFAULT_THRESHOLDS[key]))
+    return problem
+
+
 def threshold_problems(thresholds, name="health_thresholds"):
-    """What is wrong with the alert thresholds (unknown keys, durations, ranges)."""
+    """What is wrong with the alert thresholds (unknown keys, durations, numbers as Prometheus reads them, ranges)."""
     problems = []
     if not isinstance(thresholds, dict):
         return ["%s must be a mapping of threshold names to values" % name]
@@ -85,19 +122,12 @@ def threshold_problems(thresholds, name="health_thresholds"):
         if key not in health_rules.DEFAULT_THRESHOLDS:
             problems.append("%s: unknown threshold (known: %s)" % (where, ", ".join(sorted(health_rules.DEFAULT_THRESHOLDS))))
             continue
-        default = health_rules.DEFAULT_THRESHOLDS[key]
-        if isinstance(default, str):
-            problem = _duration_problem(where, value, 0, 7 * 86400, "0s to 7 days")
-            if problem:
-                problems.append(problem)
-            continue
-        number = _number(value)
-        ranges = {"leaf_min_hosts": (1, 100000), "leaf_min_ratio": (0.01, 1), "flap_changes": (2, 1000),
-                  "carrier_lost_changes_6h": (1, 1000), "pause_frames_per_second": (1, 1e9),
-                  "stale_after_seconds": (5, 86400)}
-        low, high = ranges[key]
-        if number is None or not low <= number <= high:
-            problems.append("%s: %r is out of range (%s to %s)" % (where, value, low, high))
+        if isinstance(health_rules.DEFAULT_THRESHOLDS[key], str):
+            problem = _threshold_duration_problem(where, key, value)
+        else:
+            problem = _threshold_number_problem(where, key, value)
+        if problem:
+            problems.append(problem)
     return problems
 
 
@@ -231,6 +261,25 @@ def monitoring_problems(settings):
         problem = _duration_problem(name, settings.get(name), 1, 3600, "1s to 1h")
         if problem:
             found.append(problem)
+    return found + _window_scrape_problems(settings.get("health_thresholds") or {},
+                                           settings.get("health_monitoring_scrape_interval"))
+
+
+def _window_scrape_problems(thresholds, scrape_interval):
+    """Each window threshold at least two scrape intervals long (increase() needs two samples inside the window).
+    Values that are no durations are named by their own checks."""
+    found = []
+    for key in WINDOW_THRESHOLDS:
+        window = thresholds.get(key, health_rules.DEFAULT_THRESHOLDS[key]) if isinstance(thresholds, dict) else None
+        try:
+            window_seconds, scrape_seconds = (health_rules.duration_seconds(window),
+                                              health_rules.duration_seconds(scrape_interval))
+        except ValueError:
+            continue
+        if 0 < window_seconds < 2 * scrape_seconds:
+            found.append("health_thresholds.%s: %s is shorter than two scrapes of health_monitoring_scrape_interval "
+                         "(%s): increase() needs two samples inside the window, so most flaps would go unseen; make "
+                         "it at least %gs" % (key, window, scrape_interval, 2 * scrape_seconds))
     return found
 
 

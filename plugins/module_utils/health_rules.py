@@ -33,7 +33,11 @@ from __future__ import annotations
 import re
 
 RULES_GROUP = "gpufabric"
-_DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)\Z")  # \Z, not $: "$" also matches before a final newline
+# Prometheus's duration grammar (common/model ParseDuration: rule `for`, range selectors, Alertmanager, scrape
+# intervals): units from years to milliseconds, each at most once and in that order, ASCII digits; "0" alone too.
+_DURATION = re.compile(r"(?:([0-9]+)y)?(?:([0-9]+)w)?(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?"
+                       r"(?:([0-9]+)ms)?")
+_DURATION_UNITS = (365 * 86400, 7 * 86400, 86400, 3600, 60, 1, 0.001)
 
 DEFAULT_THRESHOLDS = {
     "port_down_for": "10s",
@@ -60,12 +64,15 @@ _NODE_LABELS = "host, rail, netdev, device, port, leaf, leaf_port"
 
 
 def duration_seconds(text):
-    """'30s' -> 30.0, '5m' -> 300.0; ValueError for anything else."""
-    match = _DURATION.match(str(text))
-    if not match:
-        raise ValueError("%r is not a duration such as 30s, 5m or 1h" % (text,))
-    number = int(match.group(1))
-    return number * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+    """Seconds of a Prometheus duration ('30s' -> 30, '1h30m' -> 5400); ValueError for anything else (a number
+    without a unit, '1_000s', other scripts' digits, a trailing newline)."""
+    if text == "0":
+        return 0
+    match = _DURATION.fullmatch(text) if isinstance(text, str) else None
+    if not match or not any(match.groups()):
+        raise ValueError("%r is not a duration such as 30s, 5m, 1h30m or 1d (Prometheus's grammar, ASCII digits)"
+                         % (text,))
+    return sum(int(number) * unit for number, unit in zip(match.groups(), _DURATION_UNITS) if number is not None)
 
 
 def _alert(name, expr, duration, scope, remediation, severity, summary, expected, actual):

@@ -15,10 +15,12 @@ no password, passphrase or URL credential it holds reaches a message.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import posixpath
 import re
+import socket
 
 # Characters no value written into a one-line setting may hold: line ends and NUL (a \r splits a line for
 # some readers just as \n does for all of them).
@@ -63,6 +65,47 @@ def full_match_problem(name, value, pattern, rule):
     return None
 
 
+# A decimal number as Prometheus's PromQL lexer and Go's ParseFloat read it, ASCII digits only: Python's float() and
+# int() also take "1_000" and other scripts' digits ("\u0664"), which reach a rule file or a config as written.
+DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
+# What the C library's inet_aton (behind getaddrinfo: ipmitool, curl, Python's urllib) reads as an IPv4 address
+# though ipaddress refuses it: a leading 0 is octal, 0x hex, fewer than four parts fill from the right
+# (10.99.1.015 is 10.99.1.13, 10.99.269 is 10.99.1.13).
+_LEGACY_IPV4 = re.compile(r"(?:0[xX][0-9A-Fa-f]+|[0-9]+)(?:\.(?:0[xX][0-9A-Fa-f]+|[0-9]+)){0,3}", re.ASCII)
+
+
+def resolver_address(text):
+    """The IP address `text` (an address, with or without /prefix) names as the resolver reads it, an IPv4-mapped
+    IPv6 address as its IPv4; None for a host name."""
+    try:
+        address = ipaddress.ip_interface(text).ip
+    except ValueError:
+        host = text.partition("/")[0]
+        if not _LEGACY_IPV4.fullmatch(host):
+            return None
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    return getattr(address, "ipv4_mapped", None) or address
+
+
+def ambiguous_address(host):
+    """Why host, an IPv4 address in a spelling ipaddress refuses, is not the address it seems (10.99.1.013 is
+    10.99.1.11 to the resolver), or None: the reader of the inventory would not see the BMC that is reached."""
+    address = resolver_address(host) if isinstance(host, str) else None
+    if address is None:
+        return None
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return ("%r is read as %s by the resolver (a leading 0 is octal, 0x hex, a short form fills from the right); "
+                "write %s" % (host, address, address))
+    return None
+
+
 def as_int(value):
     """The int argument_specs would accept for value (an int or a string of one), else None."""
     if isinstance(value, bool):
@@ -83,11 +126,8 @@ def as_number(value):
         return None
     if isinstance(value, (int, float)):
         number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            return None
+    elif isinstance(value, str) and DECIMAL.fullmatch(value.strip()):
+        number = float(value.strip())
     else:
         return None
     return number if math.isfinite(number) else None

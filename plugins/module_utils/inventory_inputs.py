@@ -11,10 +11,9 @@ two hosts and the two variables. The IPsec mesh's names and identities are the i
 
 from __future__ import annotations
 
-import ipaddress
 import re
 
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked, resolver_address
 
 # The variables whose values belong to one host alone.
 CLAIMING_VARIABLES = ("bonding_bonds", "bonding_vlans", "bonding_ethernets", "cooling_bmc", "routing_loopback_addresses",
@@ -29,9 +28,8 @@ def _address_key(value):
     if not isinstance(value, str) or not value.strip():
         return None
     text = value.strip().strip("[]")
-    try:
-        address = ipaddress.ip_interface(text).ip
-    except ValueError:
+    address = resolver_address(text)
+    if address is None:
         return "name %s" % text.lower().rstrip(".")
     if address.is_loopback or address.is_link_local or address.is_unspecified:
         return None
@@ -77,6 +75,15 @@ def host_claims(settings):
     return [claim for claim in claims if claim[0] is not None]
 
 
+def _spelling_note(key, first, second):
+    """Why two differently written values are one (10.99.1.015 and 10.99.1.13), or "" when they read alike."""
+    spellings = [str(value).strip().strip("[]").partition("/")[0] for value in (first, second)]
+    if not key.startswith("address ") or spellings[0] == spellings[1]:
+        return ""
+    return " (%r and %r are one address, %s, as the resolver reads them)" % (spellings[0], spellings[1],
+                                                                             key[len("address "):])
+
+
 def inventory_problems(hosts):
     """{host: [sentence, ...]} for every host that claims what another host claims (only hosts with a problem).
 
@@ -90,13 +97,13 @@ def inventory_problems(hosts):
         for key, variable, value in host_claims(hosts[host]):
             owner = owners.get(key)
             if owner is None:
-                owners[key] = (host, variable)
+                owners[key] = (host, variable, value)
                 continue
             if owner[0] == host:
                 continue
             what = "router ID" if key.startswith("router id") else "address"
-            sentence = ("%s %r is claimed by two hosts: %s (%s) and %s (%s); each host needs its own" % (
-                what, str(value), owner[0], owner[1], host, variable))
+            sentence = ("%s %r is claimed by two hosts: %s (%s) and %s (%s); each host needs its own%s" % (
+                what, str(value), owner[0], owner[1], host, variable, _spelling_note(key, owner[2], value)))
             for claimant in (owner[0], host):
                 if sentence not in problems.setdefault(claimant, []):
                     problems[claimant].append(sentence)

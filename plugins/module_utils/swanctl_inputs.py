@@ -13,8 +13,10 @@ slipped past a check still cannot add a line (such as ``mode = pass``) to a conn
 from __future__ import annotations
 
 import ipaddress
+import os
 import posixpath
 import re
+import stat
 
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import PATH_MAX, kind_of, masked
 from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_ca import ancestor_problems, entry_problems
@@ -89,8 +91,11 @@ CHOICES = {
     "ipsec_pki_key_curve": ("secp256r1", "secp384r1", "secp521r1"),
     "ipsec_pki_digest": ("sha256", "sha384", "sha512"),
 }
+# Temporary folders: every local user may create entries there, systemd-tmpfiles empties them (10 and 30 days on
+# Debian) and /dev/shm (often /tmp too) is a tmpfs lost at reboot. A CA there is lost or planted: never used.
+TEMPORARY_ROOTS = ("/tmp", "/var/tmp", "/dev/shm")
 # Folders that do not outlive an AWX job: its execution environment's home and scratch space.
-EPHEMERAL_ROOTS = ("/runner", "/home/runner", "/tmp", "/var/tmp")
+EPHEMERAL_ROOTS = ("/runner", "/home/runner") + TEMPORARY_ROOTS[:2]
 
 
 class InputError(ValueError):
@@ -328,8 +333,38 @@ def pki_dir_problems(pki_dir, path="", awx_job=""):
                 "use a persistent folder mounted into it" % (path, pki_dir, ", ".join(EPHEMERAL_ROOTS), awx_job)]
     if not pki_dir:
         return []
-    found = ancestor_problems(pki_dir) + entry_problems(pki_dir.rstrip("/") or "/", "directory", private=True)
+    found = (_temporary_dir_problems(pki_dir) + ancestor_problems(pki_dir)
+             + entry_problems(pki_dir.rstrip("/") or "/", "directory", private=True))
     return ["%sipsec_pki_dir: %s" % (path, problem) for problem in found]
+
+
+def _under(path, roots):
+    return next((root for root in roots if path == root or path.startswith(root + "/")), None)
+
+
+def _temporary_dir_problems(pki_dir):
+    """Why pki_dir lies in a temporary or shared folder ([] when not): by its name, by where its existing part really
+    is (a symbolic link into /tmp), or below a sticky folder every user can write (a 1777 scratch folder), which
+    ancestor_problems accepts for its other callers."""
+    real = os.path.realpath(pki_dir)
+    root = _under(pki_dir, TEMPORARY_ROOTS) or _under(real, TEMPORARY_ROOTS)
+    if root:
+        return ["%s is under %s, a temporary folder: it is emptied by systemd-tmpfiles or at reboot (the mesh would "
+                "get a new CA) and any local user can create the path first. Keep the CA on persistent storage "
+                "that only the controller's user can write (/var/lib/gpufabric/pki/ipsec, or the default "
+                "~/.gpufabric/pki/ipsec)" % (pki_dir, root)]
+    folder = real
+    while folder != "/":
+        folder = os.path.dirname(folder)
+        try:
+            mode = os.stat(folder).st_mode
+        except OSError:
+            continue
+        if mode & stat.S_IWOTH and mode & stat.S_ISVTX:
+            return ["%s (above %s) is a shared folder every user can write (mode %04o, like /tmp): any local user "
+                    "can create the CA's path there first. Keep the CA on persistent storage that only the "
+                    "controller's user can write" % (folder, pki_dir, stat.S_IMODE(mode))]
+    return []
 
 
 def _crypto_problems(settings, path):

@@ -174,6 +174,21 @@ BAD_INPUTS = {
                          "address '10.99.1.12' is claimed by two hosts: gpu-r01-n02 (cooling_bmc.redfish.base_url) and "
                          "mistake-same-bmc-address (cooling_bmc.redfish.base_url)", HOST, ("gpu-r01-n02",),
                          "Pw-shared-0xBAD"),
+    # Issue 47: one IPMI BMC on two hosts (two copies: inf-r03-n02 is needed by the ipsec cases' checks, which a host
+    # failed on a clash no longer runs), and a BMC written in a form the resolver reads as another host's (a leading
+    # 0 is octal: 10.99.1.013 is 10.99.1.11, gpu-r01-n01's).
+    "same ipmi bmc address a": ({"bmc_address": "10.99.3.250"},
+                                "address '10.99.3.250' is claimed by two hosts: mistake-same-ipmi-bmc-address-a "
+                                "(cooling_bmc.ipmi.host) and mistake-same-ipmi-bmc-address-b (cooling_bmc.ipmi.host)",
+                                "inf-r03-n01", ("mistake-same-ipmi-bmc-address-b",)),
+    "same ipmi bmc address b": ({"bmc_address": "10.99.3.250"},
+                                "address '10.99.3.250' is claimed by two hosts: mistake-same-ipmi-bmc-address-a "
+                                "(cooling_bmc.ipmi.host) and mistake-same-ipmi-bmc-address-b (cooling_bmc.ipmi.host)",
+                                "inf-r03-n01", ("mistake-same-ipmi-bmc-address-a",)),
+    "bmc address written in octal": ({"bmc_address": "10.99.1.013"},
+                                     "(cooling_bmc.redfish.base_url); each host needs its own ('10.99.1.11' and "
+                                     "'10.99.1.013' are one address, 10.99.1.11, as the resolver reads them)",
+                                     HOST, ("gpu-r01-n01",)),
     # A host whose variables cannot be rendered fails alone: the comparison of all hosts skips it.
     "undefined variable in an address": ({"storage_address": "{{ undefined_storage_address }}"},
                                          "'undefined_storage_address' is undefined"),
@@ -200,6 +215,25 @@ BAD_INPUTS = {
         {"name": "dc-gw", "address": "10.40.0.1", "id": "gw1.fabric.example.org", "networks": ["10.200.0.0/16"]},
         {"name": "dc-gw", "address": "10.40.0.2", "id": "gw2.fabric.example.org", "networks": ["10.201.0.0/16"]}]},
         "ipsec_gateways[1].name: 'dc-gw' is also the name of ipsec_gateways[0]", "inf-r03-n01"),
+    # Issue 47: the CA in a temporary folder, a BMC timeout with a unit, thresholds Prometheus cannot read.
+    "ipsec pki dir under tmp": ({"ipsec_pki_dir": "/tmp/gpufabric-pki"},
+                                "ipsec_pki_dir: /tmp/gpufabric-pki is under /tmp, a temporary folder", "inf-r03-n01"),
+    "ipmi timeout with a unit": (
+        {"cooling_bmc": {"ipmi": {"host": "10.99.3.254", "user": "fabric-bmc", "password": "Pw-timeout-0xA",
+                                  "interface": "lanplus", "cipher_suite": 3, "timeout": "5s"}}},
+        "cooling_bmc.ipmi.timeout: must be whole seconds, an integer 1-60 (ipmitool -N takes no fraction and no unit",
+        "inf-r03-n01", (), "Pw-timeout-0xA"),
+    "health threshold with an underscore": ({"health_thresholds": {"pause_frames_per_second": "1_000"}},
+                                            "health_thresholds.pause_frames_per_second: '1_000' is not a number as "
+                                            "Prometheus reads one"),
+    "health threshold in arabic-indic digits": ({"health_thresholds": {"flap_changes": "\u0664"}},
+                                                "health_thresholds.flap_changes: must be a whole number written as a "
+                                                "YAML number (4, not '4' or 4.5)"),
+    "zero flap window": ({"health_thresholds": {"flap_window": "0s"}},
+                         "health_thresholds.flap_window: 0s is a window of less than a second"),
+    "quoted leaf min hosts": ({"health_thresholds": {"leaf_min_hosts": "2"}},
+                              "health_thresholds.leaf_min_hosts: must be a whole number written as a YAML number "
+                              "(2, not '2' or 2.5)"),
 }
 
 

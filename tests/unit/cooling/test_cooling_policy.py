@@ -121,9 +121,12 @@ def _set(path, value):
     "change, expected",
     [
         (_set(["bmc", "ipmi", "timeout"], "5s"),
-         "cooling_bmc.ipmi.timeout: must be seconds, a number above 0 and at most 60 (no unit: 5, not \"5s\"), got '5s'"),
+         "cooling_bmc.ipmi.timeout: must be whole seconds, an integer 1-60 (ipmitool -N takes no fraction and no "
+         "unit: 5, not \"5s\" or 2.5), got '5s'"),
+        (_set(["bmc", "ipmi", "timeout"], 2.5), "cooling_bmc.ipmi.timeout: must be whole seconds, an integer 1-60"),
+        (_set(["bmc", "ipmi", "timeout"], "5"), "cooling_bmc.ipmi.timeout: must be whole seconds, an integer 1-60"),
         (_set(["bmc", "redfish", "timeout"], "5s"), "cooling_bmc.redfish.timeout: must be seconds"),
-        (_set(["bmc", "ipmi", "timeout"], 0), "cooling_bmc.ipmi.timeout: must be seconds"),
+        (_set(["bmc", "ipmi", "timeout"], 0), "cooling_bmc.ipmi.timeout: must be whole seconds"),
         (_set(["bmc", "ipmi", "port"], 70000), "cooling_bmc.ipmi.port: must be a UDP port, an integer 1-65535, got 70000"),
         (_set(["bmc", "ipmi", "port"], "623"), "cooling_bmc.ipmi.port: must be a UDP port, an integer 1-65535, got '623'"),
         (_set(["bmc", "ipmi", "retries"], -1), "cooling_bmc.ipmi.retries: must be an integer 0-10, got -1"),

@@ -4,6 +4,7 @@ own expected state."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufabric.core.plugins.module_utils import health_config as hc
+from ansible_collections.gpufabric.core.plugins.module_utils import health_rules
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
@@ -84,6 +86,74 @@ def test_a_longer_qos_for_allows_a_longer_qos_interval():
 def test_bad_settings_are_named(change, named):
     found = hc.problems(dict(GOOD, **change))
     assert len(found) == 1 and found[0].startswith(named + ":"), found
+
+
+# Thresholds as Prometheus reads them (issue 47): Python's int() and float() take "1_000" and other scripts' digits,
+# which then reached the rule file as written; a string where a rule writes %d failed with a format error.
+HOSTILE_THRESHOLDS = {
+    "underscored number": ({"pause_frames_per_second": "1_000"}, "is not a number as Prometheus reads one"),
+    "arabic-indic rate": ({"pause_frames_per_second": "\u0661\u0660\u0660\u0660"},
+                          "is not a number as Prometheus reads one"),
+    "arabic-indic ratio": ({"leaf_min_ratio": "\u0660.\u0665"}, "is not a number as Prometheus reads one"),
+    "arabic-indic count": ({"flap_changes": "\u0664"}, "must be a whole number written as a YAML number (4, not '4'"),
+    "quoted leaf_min_hosts": ({"leaf_min_hosts": "2"},
+                              "must be a whole number written as a YAML number (2, not '2' or 2.5)"),
+    "arabic-indic stale seconds": ({"stale_after_seconds": "\u0666\u0660"}, "must be a whole number"),
+    "zero flap window": ({"flap_window": "0s"}, "0s is a window of less than a second: Prometheus refuses"),
+    "arabic-indic duration": ({"port_down_for": "\u0661\u0660s"}, "is not a duration such as 30s"),
+    "underscored duration": ({"port_down_for": "1_0s"}, "is not a duration such as 30s"),
+}
+# Of those, the ones whose rule file Prometheus would refuse, or that fail to render at all, without the check.
+PROMTOOL_REFUSES = ("underscored number", "arabic-indic rate", "arabic-indic ratio", "arabic-indic count",
+                    "quoted leaf_min_hosts", "arabic-indic stale seconds", "zero flap window",
+                    "arabic-indic duration", "underscored duration")
+needs_promtool = pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian's prometheus)")
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_THRESHOLDS))
+def test_thresholds_prometheus_cannot_read_are_refused_naming_them(case):
+    thresholds, message = HOSTILE_THRESHOLDS[case]
+    found = hc.problems(dict(GOOD, health_thresholds=thresholds))
+    assert len(found) == 1 and found[0].startswith("health_thresholds.%s: " % next(iter(thresholds))), found
+    assert message in found[0], found
+
+
+def test_a_flap_window_shorter_than_two_scrapes_is_refused():
+    found = hc.problems(dict(GOOD, health_thresholds={"flap_window": "15s"}, health_monitoring_scrape_interval="10s"))
+    assert found == ["health_thresholds.flap_window: 15s is shorter than two scrapes of health_monitoring_scrape_interval "
+                     "(10s): increase() needs two samples inside the window, so most flaps would go unseen; make it at "
+                     "least 20s"]
+
+
+def _promtool_check_rules(tmp_path, thresholds):
+    """promtool's verdict on the rule file these thresholds render (False also when they do not render)."""
+    try:
+        groups = health_rules.rule_groups(thresholds)  # {"groups": [...]}, the rule file
+    except (TypeError, ValueError):
+        return False
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(groups))
+    return subprocess.run(["promtool", "check", "rules", str(tmp_path / "rules.yml")], capture_output=True,
+                          check=False).returncode == 0
+
+
+# Prometheus's own grammar, beyond the single-unit durations accepted before: compound and day units, "0", a float
+# string and an exponent where the rule writes the value as given.
+ACCEPTED_THRESHOLDS = {"port_down_for": "1m30s", "flap_window": "1h", "rate_low_for": "1d", "leaf_down_for": "0",
+                       "cabling_for": "90s", "leaf_min_ratio": "0.5", "pause_frames_per_second": "1e3",
+                       "leaf_min_hosts": 3, "flap_changes": 4.0, "stale_after_seconds": 90}
+
+
+@needs_promtool
+def test_every_threshold_form_accepted_is_one_promtool_accepts(tmp_path):
+    assert hc.problems(dict(GOOD, health_thresholds=ACCEPTED_THRESHOLDS)) == []
+    assert _promtool_check_rules(tmp_path, ACCEPTED_THRESHOLDS)
+
+
+@needs_promtool
+@pytest.mark.parametrize("case", PROMTOOL_REFUSES)
+def test_without_the_check_prometheus_would_refuse_the_rule_file(tmp_path, case):
+    # The reason for each refusal above: promtool refuses the rule file, or it cannot even be written.
+    assert not _promtool_check_rules(tmp_path, HOSTILE_THRESHOLDS[case][0])
 
 
 def test_the_listen_address_is_one_of_the_hosts_own():

@@ -173,7 +173,8 @@ def role_tasks(report):
 @pytest.mark.parametrize("identity", ["%any", 'node3" remote_addrs = %any', "node3\n", "node3\r"],
                          ids=["wildcard", "embedded-quote", "newline", "carriage-return"])
 def test_one_bad_identity_stops_every_host_before_anything_is_written(tmp_path, identity):
-    pki = tmp_path / "pki"
+    # A CA folder that may be used (not under /tmp, which the check refuses) and is never created in check mode.
+    pki = Path("/var/lib/gpufabric-unit-tests") / tmp_path.name / "pki"
     rc, report = run_playbook(tmp_path, ROLE_PLAY, inventory(node3={"ipsec_identity": identity}),
                               {"ipsec_pki_dir": str(pki)}, "--check")
     assert rc == 2

@@ -202,6 +202,39 @@ def test_pki_dir_is_absolute_and_normalised():
     assert ipsec_problems({"n": settings(ipsec_pki_dir="/srv/gpufabric/pki/")}) == []
 
 
+@pytest.mark.parametrize("pki_dir, root", [("/tmp/gpufabric-pki", "/tmp"), ("/var/tmp/pki/ipsec", "/var/tmp"),
+                                           ("/dev/shm/ca", "/dev/shm"), ("/tmp", "/tmp")])
+def test_pki_dir_in_a_temporary_folder_is_refused_outside_awx_too(pki_dir, root):
+    problems = ipsec_problems({"n": settings(ipsec_pki_dir=pki_dir)})
+    assert any(p.startswith("n: ipsec_pki_dir: %s is under %s, a temporary folder" % (pki_dir, root))
+               for p in problems), problems
+
+
+def test_pki_dir_reaching_a_temporary_folder_through_a_symbolic_link_is_refused(tmp_path):
+    # tmp_path lies under /tmp: the link's own name is outside it, where it leads is not.
+    link = Path("/var/lib/gpufabric-unit-tests-%s" % tmp_path.name)
+    link.symlink_to(tmp_path)
+    try:
+        problems = ipsec_problems({"n": settings(ipsec_pki_dir=str(link / "pki"))})
+    finally:
+        link.unlink()
+    assert any("%s is under /tmp, a temporary folder" % (link / "pki") in p for p in problems), problems
+
+
+def test_pki_dir_below_a_sticky_folder_everyone_can_write_is_refused(tmp_path):
+    # A scratch folder such as /scratch (1777): ancestor_problems accepts sticky folders; a CA must not live there.
+    scratch = Path("/var/lib/gpufabric-unit-tests-%s" % tmp_path.name)
+    scratch.mkdir()
+    try:
+        scratch.chmod(0o1777)
+        problems = ipsec_problems({"n": settings(ipsec_pki_dir=str(scratch / "pki"))})
+    finally:
+        scratch.rmdir()
+    assert problems == ["n: ipsec_pki_dir: %s (above %s) is a shared folder every user can write (mode 1777, like "
+                        "/tmp): any local user can create the CA's path there first. Keep the CA on persistent "
+                        "storage that only the controller's user can write" % (scratch, scratch / "pki")]
+
+
 def test_awx_needs_a_persistent_pki_dir():
     assert ipsec_problems({"n": settings()}) == []
     problems = ipsec_problems({"n": settings()}, awx_job="1207")

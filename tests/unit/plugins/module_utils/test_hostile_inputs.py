@@ -10,6 +10,7 @@ sentence names the variable; the secret cases also assert the secret is in no me
 from __future__ import annotations
 
 import copy
+import socket
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ import yaml
 from ansible_collections.gpufabric.core.plugins.filter.cooling_policy_problems import FilterModule as CoolingFilters
 from ansible_collections.gpufabric.core.plugins.filter.inventory_problems import FilterModule as InventoryFilters
 from ansible_collections.gpufabric.core.plugins.module_utils.bonding_inputs import bonding_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked, path_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import as_number, masked, path_problems
 from ansible_collections.gpufabric.core.plugins.module_utils.nccl_inputs import nccl_problems
 from ansible_collections.gpufabric.core.plugins.module_utils.rdma_inputs import rdma_problems
 from ansible_collections.gpufabric.core.plugins.module_utils.verify_inputs import verify_problems
@@ -128,6 +129,23 @@ def test_inf_and_nan_rates_and_thresholds_are_refused(number):
                     verify_thresholds_gbps={"hgx": number}, verify_nccl_thresholds_gbytes={"hgx": number})
     names = [p.split(":")[0] for p in verify_problems(settings)]
     assert {"verify_gate_percent", "verify_thresholds_gbps.hgx", "verify_nccl_thresholds_gbytes.hgx"} <= set(names)
+
+
+@pytest.mark.parametrize("number", ["1_000", "\u0669\u0660", "\u0669\u0660.5", "\uff19\uff10", "0x5A", "90%"])
+def test_numbers_python_reads_but_no_config_reader_does_are_refused(number):
+    """Python's float() takes "1_000", Arabic-Indic ("\u0669\u0660") and full-width digits (issue 47); the value
+    then reached a file as written. A number is ASCII decimal digits, a point and an exponent, nothing else."""
+    rdma = rdma_problems(dict(defaults("rdma"), rdma_expected_rate_gbps=number))
+    assert any(p.startswith("rdma_expected_rate_gbps: must be a number") for p in rdma), rdma
+    settings = dict(defaults("verify"), verify_report_dir="/srv/reports", verify_gate_percent=number,
+                    verify_thresholds_gbps={"hgx": number})
+    names = [p.split(":")[0] for p in verify_problems(settings)]
+    assert {"verify_gate_percent", "verify_thresholds_gbps.hgx"} <= set(names)
+
+
+@pytest.mark.parametrize("number, value", [("90", 90.0), (" 90.5 ", 90.5), ("1e2", 100.0), (".5", 0.5), (85, 85.0)])
+def test_decimal_numbers_as_strings_are_still_read(number, value):
+    assert as_number(number) == value
 
 
 def test_verify_arguments_and_environment_longer_than_their_consumers_take_are_refused():
@@ -258,6 +276,21 @@ def test_redfish_targets_climbing_out_of_the_service_root_are_refused(target):
     assert any(p.startswith("cooling_fan_groups.chassis.target: must be a Redfish path on the BMC") for p in problems)
 
 
+@pytest.mark.parametrize("host, address", [("192.0.2.010", "192.0.2.8"), ("192.0.2.0xa", "192.0.2.10"),
+                                           ("192.0.522", "192.0.2.10")])
+def test_a_bmc_address_the_resolver_reads_as_another_is_refused(host, address):
+    """ipmitool and the Redfish client resolve with getaddrinfo: 192.0.2.010 reaches 192.0.2.8 (octal), not the BMC
+    the inventory seems to name (issue 47)."""
+    assert socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)[0][4][0] == address
+    reading = "%r is read as %s by the resolver (a leading 0 is octal, 0x hex, a short form fills from the right); " \
+              "write %s" % (host, address, address)
+    bmc = copy.deepcopy(GOOD["bmc"])
+    bmc["ipmi"]["host"] = host
+    bmc["redfish"]["base_url"] = "https://%s" % host
+    assert cooling(bmc=bmc) == ["cooling_bmc.ipmi.host: " + reading,
+                                "cooling_bmc.redfish.base_url: the host " + reading]
+
+
 # Two hosts claiming one thing (check_inventory.yml)
 
 def hgx(storage, bmc, **extra):
@@ -284,6 +317,27 @@ def test_same_bmc_address_on_two_hosts_is_refused_naming_both():
                               "and inf-r03-n01 (cooling_bmc.ipmi.host); each host needs its own"]
                        for host in ("gpu-r01-n01", "inf-r03-n01")}
     assert SECRET not in repr(clashes)
+
+
+@pytest.mark.parametrize("spelling", ["10.99.1.015", "10.99.1.0xd", "10.99.269", "::ffff:10.99.1.13"])
+def test_one_bmc_written_two_ways_is_refused_naming_both(spelling):
+    """ipmitool and Python's HTTP client resolve with getaddrinfo, which reads a leading 0 as octal, 0x as hex and
+    fills a short address from the right (issue 47): the comparison reads each address as the resolver does."""
+    resolved = socket.getaddrinfo(spelling, None, proto=socket.IPPROTO_TCP)[0][4][0]
+    assert resolved in ("10.99.1.13", "::ffff:10.99.1.13")
+    clashes = inventory_problems({"gpu-r01-n03": hgx("10.110.1.13/24", "10.99.1.13"),
+                                  "inf-r03-n01": {"cooling_bmc": {"ipmi": {"host": spelling, "password": SECRET}}}})
+    assert clashes["inf-r03-n01"] == [
+        "address %r is claimed by two hosts: gpu-r01-n03 (cooling_bmc.redfish.base_url) and inf-r03-n01 "
+        "(cooling_bmc.ipmi.host); each host needs its own ('10.99.1.13' and %r are one address, 10.99.1.13, as the "
+        "resolver reads them)" % (spelling, spelling)]
+    assert clashes["gpu-r01-n03"] == clashes["inf-r03-n01"] and SECRET not in repr(clashes)
+
+
+def test_addresses_that_only_look_alike_are_not_a_clash():
+    # 10.110.1.011 is 10.110.1.9 to the resolver (octal), not 10.110.1.11; a name with digits is a name.
+    assert inventory_problems({"a": hgx("10.110.1.11/24", "10.99.1.11"),
+                               "b": hgx("10.110.1.011/24", "10.99.1.11x")}) == {}
 
 
 def test_same_router_id_or_loopback_on_two_hosts_is_refused():
