@@ -18,7 +18,7 @@ import json
 import re
 import socket
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_rules, mlnx_qos, swanctl_mesh
+from ansible_collections.gpufabric.core.plugins.module_utils import health_rules, health_sample, mlnx_qos, swanctl_mesh
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import path_problems
 
 # The fastest Ethernet and InfiniBand ports sold (800 Gb/s: ConnectX-8, XDR) with room for the next generation; an
@@ -405,7 +405,7 @@ PrivateTmp=yes
 
 [Install]
 WantedBy=multi-user.target
-""".format(managed=MANAGED, bin=bin_path, state=state_file, watchdog=max(30, int(interval) * 6))
+""".format(managed=MANAGED, bin=bin_path, state=state_file, watchdog=health_sample.watchdog_seconds(interval))
 
 
 def desired_files(params):

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufabric.core.plugins.module_utils import health_config as hc
+from ansible_collections.gpufabric.core.plugins.module_utils import health_sample
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
@@ -84,6 +85,12 @@ def test_a_longer_qos_for_allows_a_longer_qos_interval():
 def test_bad_settings_are_named(change, named):
     found = hc.problems(dict(GOOD, **change))
     assert len(found) == 1 and found[0].startswith(named + ":"), found
+
+
+def test_the_unit_watchdog_is_twice_the_samples_budget():
+    unit = hc.unit_text("/usr/local/sbin/gpufabric-health", "/etc/gpufabric-health/expected.json", 5)
+    assert "\nWatchdogSec=30\n" in unit
+    assert health_sample.sample_budget_seconds(5) == 15 and health_sample.sample_budget_seconds(20) == 60
 
 
 def test_the_listen_address_is_one_of_the_hosts_own():
