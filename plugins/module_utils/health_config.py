@@ -150,6 +150,7 @@ def problems(settings):
     port = settings.get("health_node_exporter_port")
     if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
         found.append("health_node_exporter_port: %r is not a TCP port" % (port,))
+    found += duplicate_rail_problems(settings.get("health_rails") or [])
     for index, rail in enumerate(settings.get("health_rails") or []):
         where = "health_rails[%d]" % index
         if not isinstance(rail, dict):
@@ -177,6 +178,29 @@ def problems(settings):
         found.append("health_roce_trust: %r is not a trust state (%s, or empty for no check)"
                      % (trust, " or ".join(mlnx_qos.TRUST_STATES)))
     found += monitoring_problems(settings)
+    return found
+
+
+def _rail_keys(rail):
+    """What names a rail's port, each once per host: its rail name, its netdev, its RDMA device and port."""
+    keys = [("rail", rail.get("rail")), ("netdev", rail.get("netdev"))]
+    if rail.get("device"):
+        keys.append(("device and port", "%s port %s" % (rail["device"], rail.get("port"))))
+    return [(what, value) for what, value in keys if value not in (None, "")]
+
+
+def duplicate_rail_problems(rails, name="health_rails"):
+    """Two rails that name the same rail, netdev or RDMA port: the sampler would export one series twice."""
+    found = []
+    first = {}
+    for index, rail in enumerate(rails):
+        for what, value in _rail_keys(rail) if isinstance(rail, dict) else []:
+            key = (what, str(value))
+            if key in first:
+                found.append("%s[%d] and %s[%d] both name %s %s: each rail is listed once"
+                             % (name, first[key], name, index, what, value))
+            else:
+                first[key] = index
     return found
 
 

@@ -87,6 +87,27 @@ def test_bad_settings_are_named(change, named):
     assert len(found) == 1 and found[0].startswith(named + ":"), found
 
 
+RAIL0 = {"rail": "rail0", "netdev": "eth1", "device": "mlx5_0", "port": 1, "link_layer": "Ethernet"}
+
+
+@pytest.mark.parametrize("second, named", [
+    (RAIL0, ["rail rail0", "netdev eth1", "device and port mlx5_0 port 1"]),  # the same rail pasted twice
+    (dict(RAIL0, rail="rail1"), ["netdev eth1", "device and port mlx5_0 port 1"]),
+    ({"rail": "rail0", "netdev": "eth2"}, ["rail rail0"]),
+    ({"rail": "rail1", "device": "mlx5_0", "port": 1}, ["device and port mlx5_0 port 1"]),
+])
+def test_two_rails_naming_one_port_are_refused_naming_both_entries(second, named):
+    """Two rails alike would make the sampler export one series twice (every sample of that reader fails)."""
+    rails = [RAIL0, {"rail": "rail2", "netdev": "eth3"}, second]
+    assert hc.problems(dict(GOOD, health_rails=rails)) == [
+        "health_rails[0] and health_rails[2] both name %s: each rail is listed once" % what for what in named]
+
+
+def test_rails_on_two_ports_of_one_device_are_not_duplicates():
+    rails = [dict(RAIL0, netdev="ib0"), dict(RAIL0, rail="rail1", netdev="ib1", port=2)]
+    assert hc.problems(dict(GOOD, health_rails=rails)) == []
+
+
 def test_the_unit_watchdog_is_twice_the_samples_budget():
     unit = hc.unit_text("/usr/local/sbin/gpufabric-health", "/etc/gpufabric-health/expected.json", 5)
     assert "\nWatchdogSec=30\n" in unit
