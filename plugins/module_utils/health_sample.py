@@ -204,16 +204,13 @@ class Sampler:
         cached = self._commands.get(key)
         if cached and now - cached[0] < (self.command_interval if interval is None else interval):
             return cached[1]
-        if self.run is None:
-            return (False, "")
-        remaining = self._remaining()
-        if argv[0] in self._timed_out or remaining <= 0:
-            LOG.warning("%s not asked: %s", " ".join(argv), "it timed out in this sample" if argv[0] in
-                        self._timed_out else "the sample's %.0f s budget is spent" % self.budget)
+        skipped = self._why_not_asked(argv)
+        if skipped:
+            LOG.warning("%s not asked: %s", " ".join(argv), skipped)
             return (False, "")
         self._absent.discard(key)
         try:
-            code, out = self.run(argv, min(self.command_timeout, remaining))
+            code, out = self.run(argv, min(self.command_timeout, self._remaining()))
             result = (code == 0, out)
         except FileNotFoundError:
             self._absent.add(key)
@@ -226,6 +223,15 @@ class Sampler:
             result = (False, "")
         self._commands[key] = (now, result)
         return result
+
+    def _why_not_asked(self, argv):
+        if self.run is None:
+            return "no command runner"
+        if argv[0] in self._timed_out:
+            return "it timed out in this sample"
+        if self._remaining() <= 0:
+            return "the sample's %.0f s budget is spent" % self.budget
+        return None
 
     def _remaining(self):
         return float("inf") if self._deadline is None else self._deadline - time.monotonic()
