@@ -118,6 +118,16 @@ def _qos_interval_problems(value, thresholds):
     return []
 
 
+def _stale_after_problems(interval, thresholds):
+    """GpufabricHealthStale's age above two sample intervals: a sample a little late is not a blind sampler."""
+    stale_after = thresholds.get("stale_after_seconds") if isinstance(thresholds, dict) else None
+    limit = _number(health_rules.DEFAULT_THRESHOLDS["stale_after_seconds"] if stale_after is None else stale_after)
+    if interval is None or limit is None or limit > 2 * interval:
+        return []  # a bad interval or threshold is named by its own check
+    return ["health_thresholds.stale_after_seconds: %g s is not more than twice health_interval (%g s): a sampler "
+            "on time would be reported stale" % (limit, interval)]
+
+
 def host_path_problems(params, names=None):
     """What is wrong with the paths of HOST_PATHS in params, where names maps an option to the name it has in params
     (the role's variable); without names, every path under the module's own option names."""
@@ -142,6 +152,7 @@ def problems(settings):
         found.append("health_command_interval: %r is out of range (1 to 3600 seconds)"
                      % (settings.get("health_command_interval"),))
     found += _qos_interval_problems(settings.get("health_qos_interval"), settings.get("health_thresholds") or {})
+    found += _stale_after_problems(interval, settings.get("health_thresholds") or {})
     found += threshold_problems(settings.get("health_thresholds") or {})
     address = settings.get("health_listen_address")
     if not isinstance(address, str) or not (_is_ip(address) or _HOST_NAME.fullmatch(address)):

@@ -81,6 +81,8 @@ def test_a_longer_qos_for_allows_a_longer_qos_interval():
     ({"health_alertmanager_repeat_interval": "30s"}, "health_alertmanager_repeat_interval"),
     ({"health_alertmanager_repeat_interval": "4h\nroute: {}"}, "health_alertmanager_repeat_interval"),
     ({"health_node_exporter_port": 70000}, "health_node_exporter_port"),
+    ({"health_interval": 30}, "health_thresholds.stale_after_seconds"),  # the default 60 s: two intervals
+    ({"health_interval": 10, "health_thresholds": {"stale_after_seconds": 20}}, "health_thresholds.stale_after_seconds"),
 ])
 def test_bad_settings_are_named(change, named):
     found = hc.problems(dict(GOOD, **change))
