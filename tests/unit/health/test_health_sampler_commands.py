@@ -2,6 +2,8 @@
 print the lab's captures (one with a Latin-1 byte) or hang, run by the sampler's own command runner under a real
 timeout; and the gpufabric-health program itself, run as a process, writing and removing its textfile."""
 
+import json
+import math
 import os
 import signal
 import subprocess
@@ -127,11 +129,7 @@ def test_every_command_hung_the_sample_ends_at_its_budget(fabric):
     assert by_label(found, "gpufabric_health_source_up", "source") == {
         "sysfs": 1.0, "lldp": 0.0, "frr": 0.0, "swanctl": 0.0, "ethtool": 0.0}
     assert set(by_label(found, "gpufabric_port_up", "rail").values()) == {1.0}
-    assert all(math_nan(value) for value in by_label(found, "gpufabric_lldp_neighbour_ok", "rail").values())
-
-
-def math_nan(value):
-    return value != value
+    assert all(math.isnan(value) for value in by_label(found, "gpufabric_lldp_neighbour_ok", "rail").values())
 
 
 def test_what_a_hung_command_kept_from_being_asked_is_asked_first_at_the_next_sample(fabric):
@@ -201,7 +199,7 @@ def test_the_program_writes_a_port_going_down_despite_latin1_and_removes_its_tex
     """The issue's probe: one Latin-1 byte in lldpcli's output failed every sample, and the textfile kept
     port_up 1 after the port went down."""
     state_file = fabric["tmp"] / "expected.json"
-    state_file.write_text(__import__("json").dumps(fabric["state"]))
+    state_file.write_text(json.dumps(fabric["state"]))
     textfile = Path(fabric["state"]["textfile"])
     textfile.parent.mkdir()
     env = dict(os.environ, PYTHONPATH="%s:%s" % (ROOT / "roles" / "health" / "files", ROOT / ".build" / "collections"))
