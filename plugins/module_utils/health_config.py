@@ -429,6 +429,8 @@ Wants=network-online.target
 Type=notify
 NotifyAccess=main
 ExecStart={bin} run {state}
+# However it ended (a crash, the watchdog's kill): node_exporter must not serve the last sample as if it were now.
+ExecStopPost={bin} clean {state}
 Restart=always
 RestartSec=2
 WatchdogSec={watchdog}

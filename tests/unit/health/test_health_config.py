@@ -113,6 +113,7 @@ def test_rails_on_two_ports_of_one_device_are_not_duplicates():
 def test_the_unit_watchdog_is_twice_the_samples_budget():
     unit = hc.unit_text("/usr/local/sbin/gpufabric-health", "/etc/gpufabric-health/expected.json", 5)
     assert "\nWatchdogSec=30\n" in unit
+    assert "\nExecStopPost=/usr/local/sbin/gpufabric-health clean /etc/gpufabric-health/expected.json\n" in unit
     assert health_sample.sample_budget_seconds(5) == 15 and health_sample.sample_budget_seconds(20) == 60
 
 

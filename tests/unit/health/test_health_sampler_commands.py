@@ -217,3 +217,16 @@ def test_the_program_writes_a_port_going_down_despite_latin1_and_removes_its_tex
             process.wait()
     assert not textfile.exists()
     assert "Traceback" not in process.stderr.read()
+
+
+def test_clean_removes_what_a_killed_sampler_left(fabric):
+    """The unit's ExecStopPost, for a sampler that could not remove its textfile itself (SIGKILL, the watchdog)."""
+    state_file = fabric["tmp"] / "expected.json"
+    state_file.write_text(json.dumps(fabric["state"]))
+    textfile = Path(fabric["state"]["textfile"])
+    textfile.parent.mkdir()
+    textfile.write_text('gpufabric_port_up{host="node1",rail="rail0"} 1\n')
+    env = dict(os.environ, PYTHONPATH="%s:%s" % (ROOT / "roles" / "health" / "files", ROOT / ".build" / "collections"))
+    for _twice in range(2):  # nothing there the second time: still 0, as systemd needs
+        subprocess.run([sys.executable, "-m", "gpufabric_health", "clean", str(state_file)], env=env, check=True)
+        assert not textfile.exists()

@@ -1,12 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""gpufabric-health run EXPECTED_STATE | once EXPECTED_STATE.
+"""gpufabric-health run EXPECTED_STATE | once EXPECTED_STATE | clean EXPECTED_STATE.
 
 run: sample every interval and replace the textfile atomically, until SIGTERM; a sample that fails is logged, the
 textfile removed and the next one tried. A value that cannot be read now is absent, never the last one read: the
 textfile goes when the sampler fails or stops, and GpufabricHealthStale says the host is blind.
 once: one sample to standard output.
+clean: remove the textfile (the unit's ExecStopPost: after a crash or a watchdog kill too).
 """
 
 from __future__ import annotations
@@ -35,11 +36,14 @@ def load(path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="gpufabric-health")
-    parser.add_argument("action", choices=("run", "once"))
+    parser.add_argument("action", choices=("run", "once", "clean"))
     parser.add_argument("expected_state")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     expected = load(args.expected_state)
+    if args.action == "clean":
+        remove_textfile(expected["textfile"])
+        return 0
     sampler = health_sample.Sampler(expected, run=health_sample.run_command)
     if args.action == "once":
         sys.stdout.write(sampler.sample().render())
