@@ -107,7 +107,7 @@ def synthetic_bench():
                "show bgp summary json": read_fixture("frr/lab-bgp-summary-leaf2-cut.json"),
                "show bfd peers json": read_fixture("frr/lab-bfd-peers-leaf2-cut.json")}
 
-    def run(argv):
+    def run(argv, timeout=None):
         return 0, outputs[argv[2] if argv[0] == "vtysh" else argv[0]]
 
     with tempfile.TemporaryDirectory(prefix="gpufabric-bench-health-") as directory:

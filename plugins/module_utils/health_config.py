@@ -18,7 +18,7 @@ import json
 import re
 import socket
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_rules, mlnx_qos, swanctl_mesh
+from ansible_collections.gpufabric.core.plugins.module_utils import health_rules, health_sample, mlnx_qos, swanctl_mesh
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import as_number, path_problems
 
 # The fastest Ethernet and InfiniBand ports sold (800 Gb/s: ConnectX-8, XDR) with room for the next generation; an
@@ -148,6 +148,16 @@ def _qos_interval_problems(value, thresholds):
     return []
 
 
+def _stale_after_problems(interval, thresholds):
+    """GpufabricHealthStale's age above two sample intervals: a sample a little late is not a blind sampler."""
+    stale_after = thresholds.get("stale_after_seconds") if isinstance(thresholds, dict) else None
+    limit = _number(health_rules.DEFAULT_THRESHOLDS["stale_after_seconds"] if stale_after is None else stale_after)
+    if interval is None or limit is None or limit > 2 * interval:
+        return []  # a bad interval or threshold is named by its own check
+    return ["health_thresholds.stale_after_seconds: %g s is not more than twice health_interval (%g s): a sampler "
+            "on time would be reported stale" % (limit, interval)]
+
+
 def host_path_problems(params, names=None):
     """What is wrong with the paths of HOST_PATHS in params, where names maps an option to the name it has in params
     (the role's variable); without names, every path under the module's own option names."""
@@ -172,6 +182,7 @@ def problems(settings):
         found.append("health_command_interval: %r is out of range (1 to 3600 seconds)"
                      % (settings.get("health_command_interval"),))
     found += _qos_interval_problems(settings.get("health_qos_interval"), settings.get("health_thresholds") or {})
+    found += _stale_after_problems(interval, settings.get("health_thresholds") or {})
     found += threshold_problems(settings.get("health_thresholds") or {})
     address = settings.get("health_listen_address")
     if not isinstance(address, str) or not (_is_ip(address) or _HOST_NAME.fullmatch(address)):
@@ -180,6 +191,7 @@ def problems(settings):
     port = settings.get("health_node_exporter_port")
     if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
         found.append("health_node_exporter_port: %r is not a TCP port" % (port,))
+    found += duplicate_rail_problems(settings.get("health_rails") or [])
     for index, rail in enumerate(settings.get("health_rails") or []):
         where = "health_rails[%d]" % index
         if not isinstance(rail, dict):
@@ -207,6 +219,29 @@ def problems(settings):
         found.append("health_roce_trust: %r is not a trust state (%s, or empty for no check)"
                      % (trust, " or ".join(mlnx_qos.TRUST_STATES)))
     found += monitoring_problems(settings)
+    return found
+
+
+def _rail_keys(rail):
+    """What names a rail's port, each once per host: its rail name, its netdev, its RDMA device and port."""
+    keys = [("rail", rail.get("rail")), ("netdev", rail.get("netdev"))]
+    if rail.get("device"):
+        keys.append(("device and port", "%s port %s" % (rail["device"], rail.get("port"))))
+    return [(what, value) for what, value in keys if value not in (None, "")]
+
+
+def duplicate_rail_problems(rails, name="health_rails"):
+    """Two rails that name the same rail, netdev or RDMA port: the sampler would export one series twice."""
+    found = []
+    first = {}
+    for index, rail in enumerate(rails):
+        for what, value in _rail_keys(rail) if isinstance(rail, dict) else []:
+            key = (what, str(value))
+            if key in first:
+                found.append("%s[%d] and %s[%d] both name %s %s: each rail is listed once"
+                             % (name, first[key], name, index, what, value))
+            else:
+                first[key] = index
     return found
 
 
@@ -443,6 +478,8 @@ Wants=network-online.target
 Type=notify
 NotifyAccess=main
 ExecStart={bin} run {state}
+# However it ended (a crash, the watchdog's kill): node_exporter must not serve the last sample as if it were now.
+ExecStopPost={bin} clean {state}
 Restart=always
 RestartSec=2
 WatchdogSec={watchdog}
@@ -454,7 +491,7 @@ PrivateTmp=yes
 
 [Install]
 WantedBy=multi-user.target
-""".format(managed=MANAGED, bin=bin_path, state=state_file, watchdog=max(30, int(interval) * 6))
+""".format(managed=MANAGED, bin=bin_path, state=state_file, watchdog=health_sample.watchdog_seconds(interval))
 
 
 def desired_files(params):

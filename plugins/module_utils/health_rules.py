@@ -75,6 +75,23 @@ def duration_seconds(text):
     return sum(int(number) * unit for number, unit in zip(match.groups(), _DURATION_UNITS) if number is not None)
 
 
+# The scrape job of the nodes' node_exporter (prometheus_config's, and the one docs/alerts.md asks users to add).
+SCRAPE_JOB = "gpufabric"
+_ABSENT = '{{ if eq $labels.gpufabric_sample "absent" }}'
+_STALE_WHAT = _ABSENT + "has written no sample{{ else }}has written no new sample for {{ $value | humanizeDuration }}{{ end }}"
+_STALE_ACTUAL = (_ABSENT + "no textfile (the sampler stopped, failed or never ran){{ else }}the last sample "
+                 "{{ $value | humanizeDuration }} old{{ end }}")
+
+
+def _stale_expr(stale_after_seconds):
+    """A node_exporter that answers without the sampler's series (the sampler removes its textfile when it fails or
+    stops), or with a sample older than stale_after_seconds; label gpufabric_sample says which."""
+    absent = ('up{job="%s"} == 1 unless on (host) gpufabric_health_sample_timestamp_seconds' % SCRAPE_JOB)
+    stale = "(time() - gpufabric_health_sample_timestamp_seconds) > %d" % stale_after_seconds
+    return ('label_replace(%s, "gpufabric_sample", "absent", "", "") or label_replace(%s, "gpufabric_sample", '
+            '"stale", "", "")' % (absent, stale))
+
+
 def _alert(name, expr, duration, scope, remediation, severity, summary, expected, actual):
     return {
         "alert": name,
@@ -166,11 +183,14 @@ def rule_groups(thresholds=None, evaluation_interval=None):
         _alert("GpufabricCoolingFailsafe", "gpufabric_cooling_failsafe == 1", "1m", "node", "none", "warning",
                "{{ $labels.host }} fan group {{ $labels.group }} is in fail-safe (full duty or BMC control)",
                "fans on their curve", "fail-safe"),
-        _alert("GpufabricCannotSee",
-               "gpufabric_health_source_up == 0 or (time() - gpufabric_health_sample_timestamp_seconds) > %d"
-               % t["stale_after_seconds"], t["cannot_see_for"], "node", "none", "info",
-               "{{ $labels.host }}: gpufabric-health cannot see {{ with $labels.source }}{{ . }}{{ else }}anything (no fresh sample){{ end }}",
-               "every source readable, a sample every interval", "unreadable or stale"),
+        _alert("GpufabricCannotSee", "gpufabric_health_source_up == 0", t["cannot_see_for"], "node", "none", "info",
+               "{{ $labels.host }}: gpufabric-health cannot see {{ $labels.source }}",
+               "every source readable", "unreadable"),
+        # Not drained: a blind sampler says nothing about the fabric, and one bad rollout of it (or a full disk)
+        # blinds every host at once: draining would empty the cluster for a monitoring fault. A person fixes it.
+        _alert("GpufabricHealthStale", _stale_expr(t["stale_after_seconds"]), t["cannot_see_for"], "node", "none",
+               "warning", "{{ $labels.host }}: gpufabric-health %s, so none of its alerts can fire" % _STALE_WHAT,
+               "a sample every interval, the last under %ds old" % t["stale_after_seconds"], _STALE_ACTUAL),
         _alert("GpufabricLeafDown", "gpufabric:leaf_down", t["leaf_down_for"], "leaf", "report", "page",
                "{{ $labels.rail }} is down on {{ $value }} hosts behind leaf {{ $labels.leaf }}",
                "the leaf's ports up", "{{ $value }} hosts' ports down"),

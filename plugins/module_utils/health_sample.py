@@ -11,20 +11,36 @@ width and speed) or in its labels (the LLDP neighbour's expected leaf and port b
 trust beside the one found). A source that cannot be read makes its series NaN (unknown) and
 gpufabric_health_source_up{source} 0: the rules say "cannot see", never "down".
 
+A sample never lies and never hangs. Command output is decoded with replacement (a Latin-1 byte in an LLDP name is
+data, not a failure). Each source is read apart: one that raises adds no series and marks itself down, the others
+are written. Each command runs at most COMMAND_TIMEOUT_S (killed with its process group after that); a program that
+timed out is not asked again in the same sample, and no command starts after the sample's budget (half the unit's
+watchdog) is spent: what was not asked is unknown, and asked first at the next sample.
+
 Standard library only, relative imports only: the health role installs this file unchanged on each host.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
+import subprocess
 import time
 
 from . import bonding as bonding_parser
 from . import frr_status, health_readers, lldp, mlnx_qos, swanctl, topology
 from .parse_common import ParseError
-from .prometheus_text import Exposition
+from .prometheus_text import Exposition, Family
 
 SCHEMA_VERSION = 1
+LOG = logging.getLogger("gpufabric-health")
+# lldpcli, vtysh and swanctl answer in well under a second; mlnx_qos, a Python program, in about 0.2 s.
+COMMAND_TIMEOUT_S = 5.0
+# After SIGKILL: a process in uninterruptible sleep (a driver stuck in a firmware command) dies only when the kernel
+# call returns, and is left to be reaped later rather than waited for.
+_KILL_WAIT_S = 1.0
+_ABANDONED = []
 ZERO_MAC = "00:00:00:00:00:00"
 _UP_IB_STATES = ("ACTIVE",)
 _LACP_IN_SYNC = 0x08 | 0x10 | 0x20  # synchronization, collecting, distributing
@@ -82,6 +98,51 @@ METRICS = (
 _PORT_LABELS = ("rail", "netdev", "device", "port", "leaf", "leaf_port")
 
 
+class CommandTimeout(OSError):
+    """A command that did not answer in time (it was killed)."""
+
+
+def watchdog_seconds(interval):
+    """The unit's WatchdogSec: six sample intervals, at least 30 s."""
+    return max(30, int(float(interval)) * 6)
+
+
+def sample_budget_seconds(interval):
+    """How long one sample may spend on commands: half the watchdog, so that the last command's kill, the sysfs
+    reads and the write fit before the watchdog with room to spare."""
+    return watchdog_seconds(interval) / 2.0
+
+
+def _reap_abandoned():
+    _ABANDONED[:] = [process for process in _ABANDONED if process.poll() is None]
+
+
+def _kill(process):
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # its own session: children that hold the pipe go too
+    except OSError:
+        pass
+    process.stdout.close()
+    try:
+        process.wait(timeout=_KILL_WAIT_S)
+    except subprocess.TimeoutExpired:
+        _ABANDONED.append(process)
+
+
+def run_command(argv, timeout=COMMAND_TIMEOUT_S):
+    """(exit code, stdout) of a read-only command, decoded as UTF-8 with replacement. A missing program raises
+    FileNotFoundError; one that does not answer within timeout seconds is killed and raises CommandTimeout."""
+    _reap_abandoned()
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    try:
+        out, _err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(process)
+        raise CommandTimeout("%s did not answer in %.1f s (killed)" % (argv[0], timeout)) from None
+    return process.returncode, out.decode("utf-8", errors="replace")
+
+
 def _label(value):
     return "" if value is None else str(value)
 
@@ -124,57 +185,95 @@ class Sampler:
         # mlnx_qos is a Python program (about 0.1 s of CPU a run): asked every command_interval on eight rails it
         # would cost several percent of a core for a setting that changes only when someone changes it.
         self.qos_interval = float(expected.get("qos_interval") or self.command_interval)
+        self.command_timeout = float(expected.get("command_timeout") or COMMAND_TIMEOUT_S)
+        self.budget = float(expected.get("sample_budget") or sample_budget_seconds(expected.get("interval") or 5))
         self.host = expected["host"]
         self._commands = {}
         self._absent = set()
         self._ports = {}
+        self._sample_time = None
+        self._deadline = None
+        self._timed_out = set()
 
     # -- commands, cached for command_interval ------------------------------------------------------------------
     def command(self, key, argv, interval=None):
         """(ok, stdout) of argv, run at most once per interval (command_interval unless given); absent(key) tells
-        whether its program was missing at the last run."""
+        whether its program was missing at the last run. Not run, and not remembered, when the sample's budget is
+        spent or its program timed out earlier in this sample."""
         now = self.clock()
         cached = self._commands.get(key)
         if cached and now - cached[0] < (self.command_interval if interval is None else interval):
             return cached[1]
+        skipped = self._why_not_asked(argv)
+        if skipped:
+            LOG.warning("%s not asked: %s", " ".join(argv), skipped)
+            return (False, "")
         self._absent.discard(key)
-        if self.run is None:
+        try:
+            code, out = self.run(argv, min(self.command_timeout, self._remaining()))
+            result = (code == 0, out)
+        except FileNotFoundError:
+            self._absent.add(key)
             result = (False, "")
-        else:
-            try:
-                code, out = self.run(argv)
-                result = (code == 0, out)
-            except FileNotFoundError:
-                self._absent.add(key)
-                result = (False, "")
-            except OSError:
-                result = (False, "")
+        except CommandTimeout as exc:
+            LOG.warning("%s: %s", " ".join(argv), exc)
+            self._timed_out.add(argv[0])
+            result = (False, "")
+        except OSError:
+            result = (False, "")
         self._commands[key] = (now, result)
         return result
+
+    def _why_not_asked(self, argv):
+        if self.run is None:
+            return "no command runner"
+        if argv[0] in self._timed_out:
+            return "it timed out in this sample"
+        if self._remaining() <= 0:
+            return "the sample's %.0f s budget is spent" % self.budget
+        return None
+
+    def _remaining(self):
+        return float("inf") if self._deadline is None else self._deadline - time.monotonic()
 
     def absent(self, key):
         """True when the program of command key was not installed at its last run."""
         return key in self._absent
 
     # -- the sample --------------------------------------------------------------------------------------------
+    # (reader, the source it marks down when it fails), in the order they run.
+    _READERS = (("_ports_sample", "sysfs"), ("_pcie_sample", "pcie"), ("_lldp_sample", "lldp"),
+                ("_bond_sample", "bonding"), ("_routing_sample", "frr"), ("_ipsec_sample", "swanctl"),
+                ("_roce_sysfs_sample", "sysfs"), ("_roce_qos_sample", "mlnx_qos"), ("_ethtool_sample", "ethtool"))
+
     def sample(self):
         """The exposition of one sample."""
-        now = self.clock()
+        now = self._sample_time = self.clock()
+        self._deadline = time.monotonic() + self.budget
+        self._timed_out = set()
         exposition = Exposition()
         families = {name: exposition.family(name, text, kind) for name, kind, text in METRICS}
         host = {"host": self.host}
         sources = {}
-        self._ports_sample(families, host, now, sources)
-        self._pcie_sample(families, host, sources)
-        self._lldp_sample(families, host, sources)
-        self._bond_sample(families, host, sources)
-        self._routing_sample(families, host, sources)
-        self._ipsec_sample(families, host, sources)
-        self._roce_sample(families, host, sources)
+        for reader, source in self._READERS:
+            self._read_apart(reader, source, families, host, sources)
         for source, ok in sorted(sources.items()):
             families["gpufabric_health_source_up"].add(dict(host, source=source), ok)
         families["gpufabric_health_sample_timestamp_seconds"].add(host, round(now, 3))
         return exposition
+
+    def _read_apart(self, reader, source, families, host, sources):
+        """Run one reader on families of its own and keep its series only when it finished: a reader that raises
+        (a parser's bug, two rails alike) adds none and marks its source down; the others are still written."""
+        own = {name: Family(name, family.help, family.kind) for name, family in families.items()}
+        try:
+            getattr(self, reader)(own, host, sources)
+        except Exception as exc:  # pylint: disable=broad-except
+            LOG.warning("%s: %s failed, its series are left out: %s", source, reader.strip("_"), exc)
+            sources[source] = False
+            return
+        for name, family in own.items():
+            families[name].samples.extend(family.samples)
 
     def _port_labels(self, rail):
         labels = {"host": self.host}
@@ -182,7 +281,8 @@ class Sampler:
             labels[key] = _label(rail.get(key))
         return labels
 
-    def _ports_sample(self, families, host, now, sources):
+    def _ports_sample(self, families, host, sources):
+        now = self._sample_time
         readable = True
         for rail in self.expected.get("rails", []):
             labels = self._port_labels(rail)
@@ -321,33 +421,44 @@ class Sampler:
             families["gpufabric_ipsec_child_sa_installed"].add(
                 dict(host, peer=peer["peer"], child=peer["child"]), value)
 
-    def _roce_sample(self, families, host, sources):
-        for rail in self.expected.get("rails", []):
-            roce = rail.get("roce")
-            if not roce:
-                continue
+    def _roce_rails(self):
+        return [rail for rail in self.expected.get("rails", []) if rail.get("roce")]
+
+    def _roce_sysfs_sample(self, families, host, sources):
+        """ECN per point (the netdev's sysfs) and CNP counters (the RDMA port's hw_counters)."""
+        for rail in self._roce_rails():
             labels = self._port_labels(rail)
-            priority = roce.get("ecn_priority")
+            priority = rail["roce"].get("ecn_priority")
             if priority is not None and rail.get("netdev"):
                 for point, value in zip(("np", "rp"), health_readers.read_roce_ecn(self.sys_root, rail["netdev"], priority)):
                     families["gpufabric_roce_ecn_enabled"].add(dict(labels, priority=str(priority), point=point), value)
-            if rail.get("netdev") and (roce.get("trust") or roce.get("pfc_priority") is not None):
-                self._qos_sample(families, labels, rail["netdev"], roce, sources)
-            if rail.get("netdev"):
-                ok, out = self.command("ethtool:" + rail["netdev"], ["ethtool", "-S", rail["netdev"]])
-                sources["ethtool"] = sources.get("ethtool", True) and ok
-                if ok:
-                    found = health_readers.pause_and_congestion(health_readers.parse_ethtool_stats(out))
-                    for (direction, prio), frames in sorted(found["pause"].items()):
-                        families["gpufabric_roce_pause_frames_total"].add(
-                            dict(labels, direction=direction, priority=prio), frames)
-                    if found["out_of_buffer"] is not None:
-                        families["gpufabric_roce_out_of_buffer_total"].add(labels, found["out_of_buffer"])
             if rail.get("device") and rail.get("port"):
                 hw = health_readers.read_ib_port(self.sys_root, rail["device"], rail["port"])["hw_counters"]
                 for kind, name in (("sent", "np_cnp_sent"), ("handled", "rp_cnp_handled")):
                     if name in hw:
                         families["gpufabric_roce_cnp_total"].add(dict(labels, kind=kind), hw[name])
+
+    def _roce_qos_sample(self, families, host, sources):
+        for rail in self._roce_rails():
+            roce = rail["roce"]
+            if rail.get("netdev") and (roce.get("trust") or roce.get("pfc_priority") is not None):
+                self._qos_sample(families, self._port_labels(rail), rail["netdev"], roce, sources)
+
+    def _ethtool_sample(self, families, host, sources):
+        """Pause frames per direction and priority, and out-of-buffer drops, from ethtool -S."""
+        for rail in self._roce_rails():
+            if not rail.get("netdev"):
+                continue
+            labels = self._port_labels(rail)
+            ok, out = self.command("ethtool:" + rail["netdev"], ["ethtool", "-S", rail["netdev"]])
+            sources["ethtool"] = sources.get("ethtool", True) and ok
+            if ok:
+                found = health_readers.pause_and_congestion(health_readers.parse_ethtool_stats(out))
+                for (direction, prio), frames in sorted(found["pause"].items()):
+                    families["gpufabric_roce_pause_frames_total"].add(
+                        dict(labels, direction=direction, priority=prio), frames)
+                if found["out_of_buffer"] is not None:
+                    families["gpufabric_roce_out_of_buffer_total"].add(labels, found["out_of_buffer"])
 
     def _qos_sample(self, families, labels, netdev, roce, sources):
         """Trust state and PFC per priority as mlnx_qos finds them, against the expected ones. mlnx_qos not installed

@@ -118,6 +118,9 @@ BAD_INPUTS = {
                                       "health_thresholds.leaf_min_ratio: 1.5 is out of range (0.01 to 1)"),
     "expected rate no nic reaches": ({"health_rails": [{"rail": "rail0", "netdev": "ens1", "expected_rate_gbps": 4000}]},
                                      "health_rails[0].expected_rate_gbps: 4000 Gb/s is a rate no NIC reaches"),
+    # Issue 47: two rails alike made the sampler export one series twice, and every sample of its ports failed.
+    "health rail listed twice": ({"health_rails": [{"rail": "rail0", "netdev": "ens1"}, {"rail": "rail0", "netdev": "ens1"}]},
+                                 "health_rails[0] and health_rails[1] both name rail rail0: each rail is listed once"),
     "target label with a newline": ({"health_target_labels": {"rack": "r01\nr02"}},
                                     "health_target_labels.rack: a target label must not hold a line break"),
     "listen address with a space": ({"health_listen_address": "gpu r01"},

@@ -15,6 +15,7 @@ import yaml
 
 from ansible_collections.gpufabric.core.plugins.module_utils import health_config as hc
 from ansible_collections.gpufabric.core.plugins.module_utils import health_rules
+from ansible_collections.gpufabric.core.plugins.module_utils import health_sample
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
@@ -82,6 +83,8 @@ def test_a_longer_qos_for_allows_a_longer_qos_interval():
     ({"health_alertmanager_repeat_interval": "30s"}, "health_alertmanager_repeat_interval"),
     ({"health_alertmanager_repeat_interval": "4h\nroute: {}"}, "health_alertmanager_repeat_interval"),
     ({"health_node_exporter_port": 70000}, "health_node_exporter_port"),
+    ({"health_interval": 30}, "health_thresholds.stale_after_seconds"),  # the default 60 s: two intervals
+    ({"health_interval": 10, "health_thresholds": {"stale_after_seconds": 20}}, "health_thresholds.stale_after_seconds"),
 ])
 def test_bad_settings_are_named(change, named):
     found = hc.problems(dict(GOOD, **change))
@@ -154,6 +157,34 @@ def test_every_threshold_form_accepted_is_one_promtool_accepts(tmp_path):
 def test_without_the_check_prometheus_would_refuse_the_rule_file(tmp_path, case):
     # The reason for each refusal above: promtool refuses the rule file, or it cannot even be written.
     assert not _promtool_check_rules(tmp_path, HOSTILE_THRESHOLDS[case][0])
+
+
+RAIL0 = {"rail": "rail0", "netdev": "eth1", "device": "mlx5_0", "port": 1, "link_layer": "Ethernet"}
+
+
+@pytest.mark.parametrize("second, named", [
+    (RAIL0, ["rail rail0", "netdev eth1", "device and port mlx5_0 port 1"]),  # the same rail pasted twice
+    (dict(RAIL0, rail="rail1"), ["netdev eth1", "device and port mlx5_0 port 1"]),
+    ({"rail": "rail0", "netdev": "eth2"}, ["rail rail0"]),
+    ({"rail": "rail1", "device": "mlx5_0", "port": 1}, ["device and port mlx5_0 port 1"]),
+])
+def test_two_rails_naming_one_port_are_refused_naming_both_entries(second, named):
+    """Two rails alike would make the sampler export one series twice (every sample of that reader fails)."""
+    rails = [RAIL0, {"rail": "rail2", "netdev": "eth3"}, second]
+    assert hc.problems(dict(GOOD, health_rails=rails)) == [
+        "health_rails[0] and health_rails[2] both name %s: each rail is listed once" % what for what in named]
+
+
+def test_rails_on_two_ports_of_one_device_are_not_duplicates():
+    rails = [dict(RAIL0, netdev="ib0"), dict(RAIL0, rail="rail1", netdev="ib1", port=2)]
+    assert hc.problems(dict(GOOD, health_rails=rails)) == []
+
+
+def test_the_unit_watchdog_is_twice_the_samples_budget():
+    unit = hc.unit_text("/usr/local/sbin/gpufabric-health", "/etc/gpufabric-health/expected.json", 5)
+    assert "\nWatchdogSec=30\n" in unit
+    assert "\nExecStopPost=/usr/local/sbin/gpufabric-health clean /etc/gpufabric-health/expected.json\n" in unit
+    assert health_sample.sample_budget_seconds(5) == 15 and health_sample.sample_budget_seconds(20) == 60
 
 
 def test_the_listen_address_is_one_of_the_hosts_own():

@@ -21,6 +21,16 @@ LAB_NODE04 = {"host": "node04", "rail": "rail0", "netdev": "eth1", "leaf": "leaf
 GPU0_LINK = {"host": "node1", "device": "GPU0", "pci": "0000:18:00.0", "kind": "gpu", "rail": "rail0"}
 
 
+# A node_exporter target as the generated file_sd gives it (job, instance, host).
+TARGET = {"job": "gpufabric", "instance": "10.0.0.11:9100", "host": "node1"}
+NODE2_TARGET = dict(TARGET, instance="10.0.0.12:9100", host="node2")
+NODE3_TARGET = dict(TARGET, instance="10.0.0.13:9100", host="node3")
+
+
+def stale_alert(target, why):
+    return node_alert("GpufabricHealthStale", dict(target, gpufabric_sample=why), remediation="none")
+
+
 def series(name, labels, values):
     return {"series": "%s{%s}" % (name, ",".join('%s="%s"' % item for item in labels.items())), "values": values}
 
@@ -130,6 +140,18 @@ CASES = {
     "cannot see is informational": (
         [series("gpufabric_health_source_up", {"host": "node1", "source": "lldp"}, "0x16")],
         [fired("GpufabricCannotSee", "2m30s", node_alert("GpufabricCannotSee", {"host": "node1", "source": "lldp"}, remediation="none", severity="info"))]),
+    # node1's sampler never wrote (then starts at 3m20s), node2's writes every 10 s, node3's stops at 1m.
+    "a host without a fresh sample warns (not drained), a fresh one does not, and it resolves": (
+        [series("up", TARGET, "1x40"), series("up", NODE2_TARGET, "1x40"), series("up", NODE3_TARGET, "1x40"),
+         series("gpufabric_health_sample_timestamp_seconds", TARGET, "_x20 200+10x20"),
+         series("gpufabric_health_sample_timestamp_seconds", NODE2_TARGET, "0+10x40"),
+         series("gpufabric_health_sample_timestamp_seconds", NODE3_TARGET, "0+10x6 60x34")],
+        [silent("GpufabricHealthStale", "1m50s"),
+         fired("GpufabricHealthStale", "2m", stale_alert(TARGET, "absent")),
+         fired("GpufabricHealthStale", "3m10s", stale_alert(TARGET, "absent")),
+         silent("GpufabricHealthStale", "3m20s"),
+         fired("GpufabricHealthStale", "4m10s", stale_alert(NODE3_TARGET, "stale")),
+         fired("GpufabricHealthStale", "6m", stale_alert(NODE3_TARGET, "stale"))]),
     "one leaf down: one leaf alert, one evaluation before the node alerts it inhibits": (
         [series("gpufabric_port_up", dict(NODE, host="node%d" % index), "1 0 0 0 0 0 0") for index in (1, 2, 3)]
         + [series("gpufabric_port_up", dict(NODE, host="node4", leaf="leaf-b"), "1x6")],
@@ -162,6 +184,21 @@ ANNOTATED = {
         [fired("GpufabricCablingMismatch", "1m10s", node_alert("GpufabricCablingMismatch", dict(NODE, seen_leaf="leaf-b", seen_port="swp1")), {
             "summary": "node1 rail0 (eth1), cabled to leaf-a port swp1 reaches leaf-b port swp1 instead",
             "expected": "leaf-a port swp1", "actual": "leaf-b port swp1"})]),
+    "a host that never wrote its textfile, and one whose sampler stopped": (
+        CASES["a host without a fresh sample warns (not drained), a fresh one does not, and it resolves"][0],
+        [fired("GpufabricHealthStale", "2m", stale_alert(TARGET, "absent"), {
+            "summary": "node1: gpufabric-health has written no sample, so none of its alerts can fire",
+            "expected": "a sample every interval, the last under 60s old",
+            "actual": "no textfile (the sampler stopped, failed or never ran)"}),
+         fired("GpufabricHealthStale", "4m10s", stale_alert(NODE3_TARGET, "stale"), {
+             "summary": "node3: gpufabric-health has written no new sample for 3m 10s, so none of its alerts can fire",
+             "expected": "a sample every interval, the last under 60s old",
+             "actual": "the last sample 3m 10s old"})]),
+    "cannot see names the source": (
+        CASES["cannot see is informational"][0],
+        [fired("GpufabricCannotSee", "2m30s", node_alert("GpufabricCannotSee", {"host": "node1", "source": "lldp"}, remediation="none", severity="info"), {
+            "summary": "node1: gpufabric-health cannot see lldp", "expected": "every source readable",
+            "actual": "unreadable"})]),
     # The make run lab's node04 (its two cables crossed): the fabric map expects each rail on its leaf, at no port
     # in particular (the inventory names none), so the port is no label and the texts say none.
     "two LLDP neighbours named with the rail and the leaf": (

@@ -47,7 +47,7 @@ def host(tmp_path):
     }
     calls = []
 
-    def run(argv):
+    def run(argv, timeout=None):
         calls.append(argv)
         key = (argv[0], argv[2]) if argv[0] == "vtysh" else (argv[0],)
         if key not in outputs:
@@ -128,7 +128,7 @@ def test_cabling_against_the_lab_capture(host):
 def test_cables_swapped_a_moment_ago_are_seen_although_lldpd_still_lists_the_old_neighbours(host):
     # The lab capture four seconds after node1's cables were crossed: each port lists its old neighbour (until its
     # TTL, 120 s) first and the new one second. The newer is the cable: both rails are miscabled now, not in 2 min.
-    def run(argv):
+    def run(argv, timeout=None):
         return 0, read_fixture("lldp/lab-json0-node1-recabled.txt")
 
     sampler = health_sample.Sampler(expected_state(), run=run, clock=Clock(), sys_root=host["sys"], proc_root=host["proc"])
@@ -141,7 +141,7 @@ def test_cables_swapped_a_moment_ago_are_seen_although_lldpd_still_lists_the_old
 
 
 def test_lldp_that_cannot_be_asked_is_unknown_not_miscabled(host):
-    sampler = health_sample.Sampler(expected_state(), run=lambda argv: (1, ""), clock=Clock(), sys_root=host["sys"], proc_root=host["proc"])
+    sampler = health_sample.Sampler(expected_state(), run=lambda argv, timeout=None: (1, ""), clock=Clock(), sys_root=host["sys"], proc_root=host["proc"])
     found = families(sampler.sample().render())
     assert all(math.isnan(value) for _labels, value in values(found["gpufabric_lldp_neighbour_ok"]))
     assert all(math.isnan(value) for _labels, value in values(found["gpufabric_lldp_neighbours"]))
@@ -211,7 +211,7 @@ def roce_qos_state(trust="dscp", pfc_priority=3):
 
 def answering_mlnx_qos(host, answer):
     """The host's commands, with mlnx_qos printing answer (a fixture) or exiting as answer says."""
-    def run(argv):
+    def run(argv, timeout=None):
         if argv[0] == "mlnx_qos":
             host["calls"].append(argv)
             return answer if isinstance(answer, tuple) else (0, read_fixture("mlnx_qos/" + answer))

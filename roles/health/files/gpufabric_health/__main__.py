@@ -1,11 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""gpufabric-health run EXPECTED_STATE | once EXPECTED_STATE.
+"""gpufabric-health run EXPECTED_STATE | once EXPECTED_STATE | clean EXPECTED_STATE.
 
-run: sample every interval and replace the textfile atomically, until SIGTERM; a sample that fails is logged and
-the next one tried (the textfile keeps the last good sample, and its timestamp series says how old it is).
+run: sample every interval and replace the textfile atomically, until SIGTERM; a sample that fails is logged, the
+textfile removed and the next one tried. A value that cannot be read now is absent, never the last one read: the
+textfile goes when the sampler fails or stops, and GpufabricHealthStale says the host is blind.
 once: one sample to standard output.
+clean: remove the textfile (the unit's ExecStopPost: after a crash or a watchdog kill too).
 """
 
 from __future__ import annotations
@@ -13,24 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
-import subprocess
 import sys
 import time
 
 from ansible_collections.gpufabric.core.plugins.module_utils import health_sample, prometheus_text, systemd_units
 
 LOG = logging.getLogger("gpufabric-health")
-COMMAND_TIMEOUT_S = 10
-
-
-def run_command(argv):
-    """(exit code, stdout) of a read-only command; a missing program or a timeout is an OSError."""
-    try:
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise OSError("%s timed out after %d s" % (argv[0], COMMAND_TIMEOUT_S)) from exc
-    return result.returncode, result.stdout
 
 
 def load(path):
@@ -44,12 +36,15 @@ def load(path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="gpufabric-health")
-    parser.add_argument("action", choices=("run", "once"))
+    parser.add_argument("action", choices=("run", "once", "clean"))
     parser.add_argument("expected_state")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     expected = load(args.expected_state)
-    sampler = health_sample.Sampler(expected, run=run_command)
+    if args.action == "clean":
+        remove_textfile(expected["textfile"])
+        return 0
+    sampler = health_sample.Sampler(expected, run=health_sample.run_command)
     if args.action == "once":
         sys.stdout.write(sampler.sample().render())
         return 0
@@ -63,15 +58,26 @@ def main(argv=None):
             prometheus_text.write_textfile(expected["textfile"], sampler.sample().render())
             systemd_units.sd_notify("WATCHDOG=1", LOG)
         except Exception as exc:  # pylint: disable=broad-except
-            # The textfile keeps the last good sample; its timestamp series tells Prometheus how old it is.
-            LOG.exception("sample failed: %s", exc)
+            LOG.exception("sample failed, textfile removed: %s", exc)
+            remove_textfile(expected["textfile"])
         if not ready:
             systemd_units.sd_notify("READY=1", LOG)
             ready = True
         deadline = started + interval
         while not stopping and time.monotonic() < deadline:
             time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+    remove_textfile(expected["textfile"])
     return 0
+
+
+def remove_textfile(path):
+    """Remove the textfile, so that node_exporter serves no value of this host rather than an old one."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        LOG.error("cannot remove %s: %s", path, exc)
 
 
 if __name__ == "__main__":
