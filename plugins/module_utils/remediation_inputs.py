@@ -5,12 +5,14 @@
 
 remediation_problems() takes the remediation_* variables by name after argument_specs has checked their types; it
 returns one sentence per problem naming the variable. The remediation playbook's first play runs it, and so does
-playbooks/check_inventory.yml, which is also what to run before starting the rulebook (the webhook's address and
-port are checked here: ansible-rulebook itself only fails when it cannot bind).
+playbooks/check_inventory.yml, which is also what to run before starting the rulebook (the webhook's address,
+port and token are checked here; the rulebook's source also refuses to start on a non-loopback address without a
+token).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import (
@@ -25,6 +27,9 @@ from ansible_collections.gpufabric.core.plugins.module_utils.slurm_nodes import 
 # whitespace or quotes (the URL is joined with the API's path and reaches argv and logs).
 _URL = re.compile(r"https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~/-]*)?")
 _LISTEN = re.compile(r"[A-Za-z0-9.-]+|[0-9A-Fa-f:]+")
+# A bearer token as RFC 6750 writes one (token68), long enough not to be guessed.
+TOKEN_MIN, TOKEN_MAX = 16, 512
+_TOKEN = re.compile(r"[A-Za-z0-9._~+/=-]{%d,%d}" % (TOKEN_MIN, TOKEN_MAX))
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 # The state directory holds the lock and the ledger on the Slurm controller; the textfile directory is
 # node_exporter's (Debian: /var/lib/prometheus/node-exporter).
@@ -40,6 +45,39 @@ def _url_problem(name, value, required):
                 "still fire before a resume, and the guard pages through it" % name) if required else None
     return full_match_problem(name, value, _URL, "must be an http:// or https:// URL of Alertmanager (host, port, "
                               "path; no query, user or whitespace)")
+
+
+def _is_loopback(host):
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def webhook_problems(settings):
+    """The rulebook's webhook: its address, and a token wherever that is not loopback (anyone reaching an open
+    webhook drains nodes); the token's value is never shown."""
+    found = []
+    host = settings.get("remediation_webhook_host", "127.0.0.1")
+    token = settings.get("remediation_webhook_token", "")
+    listen = full_match_problem("remediation_webhook_host", host, _LISTEN,
+                                "must be the address (or host name) the rulebook's webhook listens on")
+    if listen:
+        found.append(listen)
+    if token not in (None, "") and (not isinstance(token, str) or not _TOKEN.fullmatch(token)):
+        found.append("remediation_webhook_token: must be %d to %d characters of letters, digits and ._~+/=- (a "
+                     "bearer token: no whitespace or quotes); the value is not shown" % (TOKEN_MIN, TOKEN_MAX))
+    if not listen and token in (None, "") and not _is_loopback(str(host)):
+        found.append("remediation_webhook_token: required when remediation_webhook_host (%s) is not a loopback "
+                     "address - anyone who reaches the webhook could drain nodes; set a token (the health role "
+                     "gives it to Alertmanager's receiver) or listen on 127.0.0.1" % host)
+    for name, default, low, high in (("remediation_webhook_max_body_bytes", 262144, 1024, 16 * 1024 * 1024),
+                                     ("remediation_webhook_max_queued_alerts", 64, 1, 10000)):
+        problem = int_range_problem(name, settings.get(name, default), low, high,
+                                    rule="must be a number from %d to %d" % (low, high))
+        if problem:
+            found.append(problem)
+    return found
 
 
 def remediation_problems(settings, groups=None):
@@ -66,8 +104,7 @@ def remediation_problems(settings, groups=None):
                           WINDOW_MAX, rule="must be a number of seconds from 0 (no reconcile tick) to %d" % WINDOW_MAX))
     add(int_range_problem("remediation_webhook_port", settings.get("remediation_webhook_port", 5000), 1, 65535,
                           rule="must be a TCP port from 1 to 65535"))
-    add(full_match_problem("remediation_webhook_host", settings.get("remediation_webhook_host", "0.0.0.0"), _LISTEN,
-                           "must be the address (or host name) the rulebook's webhook listens on"))
+    problems.extend(webhook_problems(settings))
     add(_url_problem("remediation_alertmanager_url", settings.get("remediation_alertmanager_url", ""), True))
     add(int_range_problem("remediation_page_for", settings.get("remediation_page_for", 3600), 60, WINDOW_MAX,
                           rule="must be a number of seconds from 60 to %d" % WINDOW_MAX))
