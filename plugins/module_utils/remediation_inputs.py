@@ -16,6 +16,7 @@ import ipaddress
 import re
 
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import (
+    bearer_token_problem,
     full_match_problem,
     int_range_problem,
     path_problems,
@@ -27,9 +28,6 @@ from ansible_collections.gpufabric.core.plugins.module_utils.slurm_nodes import 
 # whitespace or quotes (the URL is joined with the API's path and reaches argv and logs).
 _URL = re.compile(r"https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~/-]*)?")
 _LISTEN = re.compile(r"[A-Za-z0-9.-]+|[0-9A-Fa-f:]+")
-# A bearer token as RFC 6750 writes one (token68), long enough not to be guessed.
-TOKEN_MIN, TOKEN_MAX = 16, 512
-_TOKEN = re.compile(r"[A-Za-z0-9._~+/=-]{%d,%d}" % (TOKEN_MIN, TOKEN_MAX))
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 # The state directory holds the lock and the ledger on the Slurm controller; the textfile directory is
 # node_exporter's (Debian: /var/lib/prometheus/node-exporter).
@@ -64,9 +62,9 @@ def webhook_problems(settings):
                                 "must be the address (or host name) the rulebook's webhook listens on")
     if listen:
         found.append(listen)
-    if token not in (None, "") and (not isinstance(token, str) or not _TOKEN.fullmatch(token)):
-        found.append("remediation_webhook_token: must be %d to %d characters of letters, digits and ._~+/=- (a "
-                     "bearer token: no whitespace or quotes); the value is not shown" % (TOKEN_MIN, TOKEN_MAX))
+    token_problem = bearer_token_problem("remediation_webhook_token", token)
+    if token_problem:
+        found.append(token_problem)
     if not listen and token in (None, "") and not _is_loopback(str(host)):
         found.append("remediation_webhook_token: required when remediation_webhook_host (%s) is not a loopback "
                      "address - anyone who reaches the webhook could drain nodes; set a token (the health role "
