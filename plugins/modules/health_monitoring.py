@@ -16,7 +16,7 @@ description:
     by C(promtool check rules), C(promtool check config --syntax-only), C(promtool check web-config) and
     C(amtool check-config) where those programs are installed on the host; a file they refuse leaves every file as
     it was.
-  - With the kinds C(prometheus_defaults) and C(alertmanager_defaults) (Debian's C(/etc/default) files: the listen
+  - With the kinds C(prometheus_defaults) and C(alertmanager_defaults) (Debian's C(/etc/default) files - the listen
     address and web configuration arguments), and their web configurations (TLS, basic auth) among O(secret_files),
     for a Prometheus and Alertmanager this collection runs.
   - O(secret_files) (the remediation webhook's token, the password Prometheus sends to Alertmanager) and the web
