@@ -1,6 +1,7 @@
 """The remediation webhook (gpufabric.core.alertmanager_webhook) under the real ansible-rulebook: a POST without
 the token refused, a flood answered at once and counted, a non-loopback address without a token refused at start,
-and the token kept out of the rulebook's output."""
+the token kept out of the rulebook's output, and Debian's real Alertmanager with the generated receiver delivering
+with the token from its file (and refused with a wrong one)."""
 
 import json
 import os
@@ -18,7 +19,7 @@ import yaml
 from integration_helpers import LOG_DIR, ROOT, tail
 
 sys.path.insert(0, str(ROOT / "tests"))
-from health_lab import free_port  # noqa: E402  pylint: disable=wrong-import-position
+from health_lab import ALERTMANAGER, alertmanager_process, free_port  # noqa: E402  pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.skipif(shutil.which("ansible-rulebook") is None or shutil.which("java") is None,
                                 reason="ansible-rulebook (requirements.txt) and Java (scripts/setup.sh) are needed")
@@ -139,3 +140,33 @@ def test_a_non_loopback_address_without_a_token_stops_the_rulebook_at_start(rule
     assert book.proc.returncode != 0
     assert "host 0.0.0.0 is not a loopback address and no token is set" in book.text()
     assert "remediation_webhook_token" in book.text()
+
+
+@pytest.mark.skipif(ALERTMANAGER is None, reason="prometheus-alertmanager is not installed (scripts/setup.sh)")
+@pytest.mark.parametrize("alertmanager_token, delivered", [(TOKEN, True), ("an0ther-t0ken-entirely", False)])
+def test_alertmanager_s_generated_receiver_delivers_with_the_token_file(rulebook, tmp_path, alertmanager_token,
+                                                                       delivered):
+    from ansible_collections.gpufabric.core.plugins.filter.health_monitoring_config import health_monitoring_config
+
+    port = free_port()
+    book = rulebook("alertmanager", remediation_webhook_port=port, remediation_webhook_token=TOKEN)
+    book.wait_for(lambda: post(port, {"alerts": []}, token=TOKEN)[0], "the webhook answering")
+    token_file = tmp_path / "remediation_webhook_token"
+    token_file.write_text(alertmanager_token)
+    config = health_monitoring_config(
+        [{"name": "node1", "address": "127.0.0.1", "port": 9}], webhook_url="http://127.0.0.1:%d/alertmanager" % port,
+        webhook_token_file=str(token_file), alertmanager_timing={"group_wait": "0s"})["alertmanager"]
+    (tmp_path / "am").mkdir()
+    with alertmanager_process(tmp_path / "am", config) as alertmanager:
+        # Labels of an alert no rule acts on but the receiver's route sends: delivery is the test, not a drain.
+        labels = {"alertname": "GpufabricLeafDown", "gpufabric_scope": "leaf", "gpufabric_remediation": "report",
+                  "leaf": "leaf-x", "rail": "rail9"}
+        request = urllib.request.Request(alertmanager + "/api/v2/alerts", data=json.dumps([{"labels": labels}]).encode(),
+                                         headers={"Content-Type": "application/json"}, method="POST")
+        urllib.request.urlopen(request, timeout=5).read()
+        if delivered:
+            book.wait_for(lambda: book.text().count("accepted 1 alerts") >= 2, "Alertmanager's notification accepted", 60)
+        else:
+            book.wait_for(lambda: "refused a notification (unauthorized" in book.text(), "Alertmanager refused", 60)
+            assert book.text().count("alertmanager_webhook: accepted") == 1  # the test's own probe alone
+    assert TOKEN not in book.text() and alertmanager_token not in book.text()
