@@ -280,7 +280,7 @@ def alertmanager_client(web_config=None, username=None, password_file=None, ca_f
 
 def local_address(listen_address):
     """Where a process on the same host reaches a listen address: 0.0.0.0:9093 -> 127.0.0.1:9093."""
-    host, _, port = listen_address.rpartition(":")
+    host, port = listen_address.rpartition(":")[::2]
     return "%s:%s" % ({"0.0.0.0": "127.0.0.1", "[::]": "[::1]", "": "127.0.0.1"}.get(host, host), port)
 
 

@@ -160,7 +160,8 @@ def main():
             "files": {"type": "dict", "required": True},
             "directory_mode": {"type": "str", "default": "0755"},
             "services": {"type": "bool", "default": False},
-            "secret_files": {"type": "list", "elements": "dict", "default": [], "options": {
+            # The paths may be shown; each content is no_log.
+            "secret_files": {"type": "list", "elements": "dict", "default": [], "no_log": False, "options": {
                 "path": {"type": "str", "required": True},
                 "content": {"type": "str", "required": True, "no_log": True},
                 "kind": {"type": "str", "choices": list(SECRET_KINDS)}}},
