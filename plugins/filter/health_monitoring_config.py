@@ -59,6 +59,11 @@ options:
       receiver's C(http_config.authorization.credentials_file); "" sends no token.
     type: str
     default: ""
+  webhook_ca_file:
+    description: The CA file (on the Alertmanager host) that checks an https webhook's certificate, for the
+      receiver's C(http_config.tls_config.ca_file); "" for the system's CAs.
+    type: str
+    default: ""
   services:
     description: For a Prometheus and Alertmanager this collection runs, C(prometheus) and C(alertmanager), each
       with C(listen_address) (host:port), C(web_config) (the web configuration's content, {} for none) and
@@ -125,7 +130,8 @@ except ImportError:  # pragma: no cover - Ansible itself needs PyYAML on the con
 def health_monitoring_config(targets, thresholds=None, webhook_url="", scrape_interval="10s",
                              evaluation_interval="10s", rules_file="gpufabric.rules.yml",
                              targets_file="gpufabric_targets.json", alertmanagers=("localhost:9093",),
-                             alertmanager_timing=None, webhook_token_file="", services=None):
+                             alertmanager_timing=None, webhook_token_file="", services=None,
+                             webhook_ca_file=""):
     if not isinstance(targets, list) or not all(isinstance(item, dict) and item.get("name") and item.get("address")
                                                 and item.get("port") for item in targets):
         raise AnsibleFilterError("gpufabric.core.health_monitoring_config: expects a list of hosts, each with name, "
@@ -152,7 +158,8 @@ def health_monitoring_config(targets, thresholds=None, webhook_url="", scrape_in
             targets, thresholds=dict(thresholds or {}), webhook_url=webhook_url, scrape_interval=scrape_interval,
             evaluation_interval=evaluation_interval, rules_file=rules_file, targets_file=targets_file,
             alertmanagers=list(alertmanagers), alertmanager_timing=alertmanager_timing,
-            webhook_token_file=webhook_token_file or None, alertmanager_client=alertmanager_client)
+            webhook_token_file=webhook_token_file or None, alertmanager_client=alertmanager_client,
+            webhook_ca_file=webhook_ca_file or None)
     except (KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("gpufabric.core.health_monitoring_config: %s" % exc)
 

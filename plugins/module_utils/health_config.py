@@ -282,6 +282,8 @@ def service_problems(settings):
             and not client.get("username"):
         found.append("health_alertmanager_client: Alertmanager wants basic auth (health_alertmanager_web_config."
                      "basic_auth_users), so Prometheus needs a username and password to send it alerts")
+    found += path_problems("health_alertmanager_webhook_ca_file", settings.get("health_alertmanager_webhook_ca_file", ""),
+                           allow_empty=True, what="file")
     problem = bearer_token_problem("health_alertmanager_webhook_token", settings.get("health_alertmanager_webhook_token"))
     return found + ([problem] if problem else [])
 

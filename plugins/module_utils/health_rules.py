@@ -190,18 +190,24 @@ def alert_names(groups):
 
 
 def alertmanager_config(webhook_url=None, receiver_default="gpufabric-default", group_wait="10s",
-                        group_interval="1m", repeat_interval="4h", webhook_token_file=None):
+                        group_interval="1m", repeat_interval="4h", webhook_token_file=None, webhook_ca_file=None):
     """An Alertmanager configuration: drain/report alerts to the remediation webhook (payload version 4,
-    send_resolved; with webhook_token_file, the bearer token read from that file), every alert grouped by alertname
+    send_resolved; with webhook_token_file, the bearer token read from that file; with webhook_ca_file, the https
+    webhook's certificate checked against that CA), every alert grouped by alertname
     and scope; the leaf alert inhibits the node alerts behind its leaf, the rail alert the leaf and node alerts of
     its rail."""
     receivers = [{"name": receiver_default}]
     routes = []
     if webhook_url:
         webhook = {"url": webhook_url, "send_resolved": True}
+        http_config = {}
         if webhook_token_file:
             # From a file: the token stays out of this configuration (0644, shown in diffs) and out of amtool's output.
-            webhook["http_config"] = {"authorization": {"type": "Bearer", "credentials_file": webhook_token_file}}
+            http_config["authorization"] = {"type": "Bearer", "credentials_file": webhook_token_file}
+        if webhook_ca_file:
+            http_config["tls_config"] = {"ca_file": webhook_ca_file}
+        if http_config:
+            webhook["http_config"] = http_config
         receivers.append({"name": "gpufabric-remediation", "webhook_configs": [webhook]})
         routes.append({"receiver": "gpufabric-remediation",
                        "matchers": ['gpufabric_remediation=~"drain|report"'], "continue": True})
@@ -287,13 +293,14 @@ def local_address(listen_address):
 def monitoring_config(targets, thresholds=None, webhook_url=None, scrape_interval="10s", evaluation_interval="10s",
                       rules_file="gpufabric.rules.yml", targets_file="gpufabric_targets.json",
                       alertmanagers=("localhost:9093",), alertmanager_timing=None, webhook_token_file=None,
-                      alertmanager_client=None):
+                      alertmanager_client=None, webhook_ca_file=None):
     """Everything the monitoring side needs, as data: file_sd targets, the rule file, an Alertmanager configuration
     and a whole prometheus.yml (used only where this collection runs Prometheus)."""
     return {
         "targets": file_sd_targets(targets),
         "rules": rule_groups(thresholds, evaluation_interval or None),
         "alertmanager": alertmanager_config(webhook_url or None, webhook_token_file=webhook_token_file,
+                                            webhook_ca_file=webhook_ca_file,
                                             **(alertmanager_timing or {})),
         "prometheus": prometheus_config([rules_file], targets_file, alertmanagers, scrape_interval,
                                         evaluation_interval or "10s", alertmanager_client=alertmanager_client),

@@ -69,6 +69,12 @@ def webhook_problems(settings):
         found.append("remediation_webhook_token: required when remediation_webhook_host (%s) is not a loopback "
                      "address - anyone who reaches the webhook could drain nodes; set a token (the health role "
                      "gives it to Alertmanager's receiver) or listen on 127.0.0.1" % host)
+    cert, key = (settings.get("remediation_webhook_tls_%s_file" % what, "") for what in ("cert", "key"))
+    if bool(cert) != bool(key):
+        found.append("remediation_webhook_tls_cert_file: goes with remediation_webhook_tls_key_file (both for https, "
+                     "neither for http)")
+    for name, value in (("remediation_webhook_tls_cert_file", cert), ("remediation_webhook_tls_key_file", key)):
+        found += path_problems(name, value, allow_empty=True, what="file")
     for name, default, low, high in (("remediation_webhook_max_body_bytes", 262144, 1024, 16 * 1024 * 1024),
                                      ("remediation_webhook_max_queued_alerts", 64, 1, 10000)):
         problem = int_range_problem(name, settings.get(name, default), low, high,

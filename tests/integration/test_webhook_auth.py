@@ -170,3 +170,35 @@ def test_alertmanager_s_generated_receiver_delivers_with_the_token_file(rulebook
             book.wait_for(lambda: "refused a notification (unauthorized" in book.text(), "Alertmanager refused", 60)
             assert book.text().count("alertmanager_webhook: accepted") == 1  # the test's own probe alone
     assert TOKEN not in book.text() and alertmanager_token not in book.text()
+
+
+@pytest.mark.skipif(ALERTMANAGER is None or shutil.which("openssl") is None,
+                    reason="prometheus-alertmanager and openssl are needed")
+def test_alertmanager_delivers_over_https_checking_the_webhook_s_certificate(rulebook, tmp_path):
+    from ansible_collections.gpufabric.core.plugins.filter.health_monitoring_config import health_monitoring_config
+
+    cert, key = tmp_path / "webhook.pem", tmp_path / "webhook-key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    port = free_port()
+    book = rulebook("https", remediation_webhook_port=port, remediation_webhook_token=TOKEN,
+                    remediation_webhook_tls_cert_file=str(cert), remediation_webhook_tls_key_file=str(key))
+    book.wait_for(lambda: "listening on 127.0.0.1:%d (https)" % port in book.text(), "the webhook serving https")
+    with pytest.raises(OSError):  # plain http is not spoken there
+        post(port, {"alerts": []}, token=TOKEN)
+    token_file = tmp_path / "remediation_webhook_token"
+    token_file.write_text(TOKEN)
+    config = health_monitoring_config(
+        [{"name": "node1", "address": "127.0.0.1", "port": 9}], webhook_url="https://127.0.0.1:%d/alertmanager" % port,
+        webhook_token_file=str(token_file), webhook_ca_file=str(cert),
+        alertmanager_timing={"group_wait": "0s"})["alertmanager"]
+    (tmp_path / "am").mkdir()
+    with alertmanager_process(tmp_path / "am", config) as alertmanager:
+        labels = {"alertname": "GpufabricLeafDown", "gpufabric_scope": "leaf", "gpufabric_remediation": "report",
+                  "leaf": "leaf-x", "rail": "rail9"}
+        request = urllib.request.Request(alertmanager + "/api/v2/alerts", data=json.dumps([{"labels": labels}]).encode(),
+                                         headers={"Content-Type": "application/json"}, method="POST")
+        urllib.request.urlopen(request, timeout=5).read()
+        book.wait_for(lambda: "accepted 1 alerts" in book.text(), "Alertmanager's notification over https", 60)
+    assert TOKEN not in book.text()

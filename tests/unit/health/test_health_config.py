@@ -93,6 +93,7 @@ def test_a_longer_qos_for_allows_a_longer_qos_interval():
     ({"health_monitoring_run_prometheus": True, "health_alertmanager_web_config": {"basic_auth_users": {
         "prometheus": "$2b$04$8F4wz3ZpKcbpbPTEHqV3Qe0Q4YHr8cuHjqYzz9mLkbrZ0uESmdtly"}}}, "health_alertmanager_client"),
     ({"health_alertmanager_webhook_token": "short"}, "health_alertmanager_webhook_token"),
+    ({"health_alertmanager_webhook_ca_file": "ca.pem"}, "health_alertmanager_webhook_ca_file"),
 ])
 def test_bad_settings_are_named(change, named):
     found = hc.problems(dict(GOOD, **change))

@@ -56,6 +56,12 @@ def test_the_webhook_token_is_a_file_the_receiver_reads_never_the_token_itself()
                   if item["name"] == "gpufabric-remediation"]
     assert receiver["webhook_configs"][0]["http_config"] == {"authorization": {
         "type": "Bearer", "credentials_file": "/etc/prometheus/gpufabric/remediation_webhook_token"}}
+    texts = health_monitoring_config(TARGETS, webhook_url="https://10.0.0.1:5000/alertmanager",
+                                     webhook_ca_file="/etc/prometheus/gpufabric/webhook-ca.pem")
+    [receiver] = [item for item in yaml.safe_load(texts["alertmanager"])["receivers"]
+                  if item["name"] == "gpufabric-remediation"]
+    assert receiver["webhook_configs"][0]["http_config"] == {"tls_config": {
+        "ca_file": "/etc/prometheus/gpufabric/webhook-ca.pem"}}
 
 
 def test_services_listen_where_told_with_their_web_config_and_prometheus_authenticates_to_alertmanager():

@@ -19,9 +19,9 @@ Events are the builtin's: {"payload": <the body>, "meta": {"endpoint": <path>}};
 one event per alert as before.
 
 Alertmanager 0.25 signs nothing (no HMAC of the body), so the bearer token (http_config.authorization) is the
-credential; put TLS in front of the webhook where the path between the two is not trusted.
+credential; with certfile and keyfile the webhook serves TLS, so that the token does not cross the network in clear.
 
-Options: host, port (required), token, max_body_bytes (262144), max_queued_alerts (64).
+Options: host, port (required), token, max_body_bytes (262144), max_queued_alerts (64), certfile and keyfile.
 """
 
 from __future__ import annotations
@@ -32,12 +32,14 @@ import hmac
 import ipaddress
 import json
 import logging
+import ssl
 
 from aiohttp import web
 
 logger = logging.getLogger(__name__)
 
-DEFAULTS = {"host": "127.0.0.1", "token": "", "max_body_bytes": 262144, "max_queued_alerts": 64}
+DEFAULTS = {"host": "127.0.0.1", "token": "", "max_body_bytes": 262144, "max_queued_alerts": 64, "certfile": "",
+            "keyfile": ""}
 RETRY_AFTER_S = "10"
 
 
@@ -67,6 +69,9 @@ def settings(args):
             raise SettingsError("alertmanager_webhook: %s: %r is not a number" % (name, found[name])) from None
         if found[name] < 1:
             raise SettingsError("alertmanager_webhook: %s must be 1 or more" % name)
+    if bool(found["certfile"]) != bool(found["keyfile"]):
+        raise SettingsError("alertmanager_webhook: certfile and keyfile go together "
+                            "(remediation_webhook_tls_cert_file, remediation_webhook_tls_key_file)")
     if not is_loopback(str(found["host"])) and not found["token"]:
         raise SettingsError(
             "alertmanager_webhook: host %s is not a loopback address and no token is set: anyone who reaches it "
@@ -140,6 +145,15 @@ class Receiver:
                 self.queued_alerts -= alerts
 
 
+def tls_context(options):
+    """The server's TLS context with certfile and keyfile, None without."""
+    if not options["certfile"]:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(options["certfile"], options["keyfile"])
+    return context
+
+
 async def main(queue, args):
     """Receive Alertmanager's notifications until cancelled."""
     options = settings(args)
@@ -149,10 +163,11 @@ async def main(queue, args):
     app.router.add_post(r"/{endpoint:.*}", receiver.handle)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, options["host"], options["port"])
+    site = web.TCPSite(runner, options["host"], options["port"], ssl_context=tls_context(options))
     await site.start()
-    logger.info("alertmanager_webhook: listening on %s:%d, %s, at most %d bytes a body and %d alerts queued",
-                options["host"], options["port"], "bearer token required" if options["token"] else "no token",
+    logger.info("alertmanager_webhook: listening on %s:%d (%s), %s, at most %d bytes a body and %d alerts queued",
+                options["host"], options["port"], "https" if options["certfile"] else "http",
+                "bearer token required" if options["token"] else "no token",
                 options["max_body_bytes"], options["max_queued_alerts"])
     forwarder = asyncio.create_task(receiver.forward(queue))
     try:
