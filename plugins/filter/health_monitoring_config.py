@@ -54,6 +54,25 @@ options:
       10s, 1m, 4h); those not given are 10s, 1m and 4h.
     type: dict
     default: {}
+  webhook_token_file:
+    description: The file (on the Alertmanager host) holding the remediation webhook's bearer token, for the
+      receiver's C(http_config.authorization.credentials_file); "" sends no token.
+    type: str
+    default: ""
+  webhook_ca_file:
+    description: The CA file (on the Alertmanager host) that checks an https webhook's certificate, for the
+      receiver's C(http_config.tls_config.ca_file); "" for the system's CAs.
+    type: str
+    default: ""
+  services:
+    description: For a Prometheus and Alertmanager this collection runs, C(prometheus) and C(alertmanager), each
+      with C(listen_address) (host:port), C(web_config) (the web configuration's content, {} for none) and
+      C(web_config_file) (its path); adds the texts C(prometheus_defaults), C(alertmanager_defaults),
+      C(prometheus_web) and C(alertmanager_web) (those with a web configuration). C(alertmanager) may hold
+      C(client) - C(username), C(password_file), C(ca_file), C(server_name) - for the C(prometheus.yml)'s way to
+      it, which then names it at its listen address (0.0.0.0 as 127.0.0.1) instead of O(alertmanagers).
+    type: dict
+    default: {}
 author:
   - gpufabric.core contributors (@gpufabric)
 """
@@ -83,6 +102,18 @@ _value:
     prometheus:
       description: A whole prometheus.yml, YAML.
       type: str
+    prometheus_defaults:
+      description: Debian's C(/etc/default/prometheus), with O(services).
+      type: str
+    alertmanager_defaults:
+      description: Debian's C(/etc/default/prometheus-alertmanager), with O(services).
+      type: str
+    prometheus_web:
+      description: Prometheus's web configuration, YAML, with O(services) and a web configuration.
+      type: str
+    alertmanager_web:
+      description: Alertmanager's web configuration, YAML, with O(services) and a web configuration.
+      type: str
 """
 
 import json
@@ -99,18 +130,25 @@ except ImportError:  # pragma: no cover - Ansible itself needs PyYAML on the con
 def health_monitoring_config(targets, thresholds=None, webhook_url="", scrape_interval="10s",
                              evaluation_interval="10s", rules_file="gpufabric.rules.yml",
                              targets_file="gpufabric_targets.json", alertmanagers=("localhost:9093",),
-                             alertmanager_timing=None):
+                             alertmanager_timing=None, webhook_token_file="", services=None,
+                             webhook_ca_file=""):
     if not isinstance(targets, list) or not all(isinstance(item, dict) and item.get("name") and item.get("address")
                                                 and item.get("port") for item in targets):
         raise AnsibleFilterError("gpufabric.core.health_monitoring_config: expects a list of hosts, each with name, "
                                  "address and port")
     # Plain Python values: ansible-core 2.19 hands filters tagged str subclasses, which yaml.safe_dump refuses.
     (targets, thresholds, alertmanagers, webhook_url, scrape_interval, evaluation_interval, rules_file,
-     targets_file, alertmanager_timing) = json.loads(json.dumps([
+     targets_file, alertmanager_timing, webhook_token_file, services) = json.loads(json.dumps([
          targets, thresholds or {}, list(alertmanagers), webhook_url or "", scrape_interval, evaluation_interval,
-         rules_file, targets_file, alertmanager_timing or {}]))
+         rules_file, targets_file, alertmanager_timing or {}, webhook_token_file or "", services or {}]))
     if not isinstance(alertmanager_timing, dict):
         raise AnsibleFilterError("gpufabric.core.health_monitoring_config: alertmanager_timing must be a mapping")
+    alertmanager_client = {}
+    if "alertmanager" in services:
+        alertmanager = services["alertmanager"]
+        alertmanagers = [health_rules.local_address(alertmanager["listen_address"])]
+        alertmanager_client = health_rules.alertmanager_client(alertmanager.get("web_config"),
+                                                               **alertmanager.get("client", {}))
     problems = health_config.threshold_problems(thresholds) + health_config.alertmanager_timing_problems(
         alertmanager_timing, "alertmanager_timing.%s")
     if problems:
@@ -119,7 +157,9 @@ def health_monitoring_config(targets, thresholds=None, webhook_url="", scrape_in
         data = health_rules.monitoring_config(
             targets, thresholds=dict(thresholds or {}), webhook_url=webhook_url, scrape_interval=scrape_interval,
             evaluation_interval=evaluation_interval, rules_file=rules_file, targets_file=targets_file,
-            alertmanagers=list(alertmanagers), alertmanager_timing=alertmanager_timing)
+            alertmanagers=list(alertmanagers), alertmanager_timing=alertmanager_timing,
+            webhook_token_file=webhook_token_file or None, alertmanager_client=alertmanager_client,
+            webhook_ca_file=webhook_ca_file or None)
     except (KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("gpufabric.core.health_monitoring_config: %s" % exc)
 
@@ -127,8 +167,16 @@ def health_monitoring_config(targets, thresholds=None, webhook_url="", scrape_in
         return "# Ansible managed: gpufabric.core health_monitoring_config\n" + yaml.safe_dump(
             value, sort_keys=False, default_flow_style=False, width=1000)
 
-    return {"targets": json.dumps(data["targets"], indent=2) + "\n", "rules": as_yaml(data["rules"]),
-            "alertmanager": as_yaml(data["alertmanager"]), "prometheus": as_yaml(data["prometheus"])}
+    texts = {"targets": json.dumps(data["targets"], indent=2) + "\n", "rules": as_yaml(data["rules"]),
+             "alertmanager": as_yaml(data["alertmanager"]), "prometheus": as_yaml(data["prometheus"])}
+    for name, service in sorted(services.items()):
+        web_config = service.get("web_config") or None
+        texts[name + "_defaults"] = "# Ansible managed: gpufabric.core health_monitoring_config\n" + \
+            health_rules.service_defaults(service["listen_address"], web_config and service["web_config_file"],
+                                          alertmanager=name == "alertmanager")
+        if web_config:
+            texts[name + "_web"] = as_yaml(web_config)
+    return texts
 
 
 class FilterModule:

@@ -13,13 +13,14 @@
 
 from __future__ import annotations
 
+import grp
 import ipaddress
 import json
 import re
 import socket
 
 from ansible_collections.gpufabric.core.plugins.module_utils import health_rules, health_sample, mlnx_qos, swanctl_mesh
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import as_number, path_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import as_number, bearer_token_problem, path_problems
 
 # The fastest Ethernet and InfiniBand ports sold (800 Gb/s: ConnectX-8, XDR) with room for the next generation; an
 # expected rate above this is a typo (Mb/s given as Gb/s), not a NIC.
@@ -297,7 +298,7 @@ def monitoring_problems(settings):
         if problem:
             found.append(problem)
     return found + _window_scrape_problems(settings.get("health_thresholds") or {},
-                                           settings.get("health_monitoring_scrape_interval"))
+                                           settings.get("health_monitoring_scrape_interval")) + service_problems(settings)
 
 
 def _window_scrape_problems(thresholds, scrape_interval):
@@ -316,6 +317,59 @@ def _window_scrape_problems(thresholds, scrape_interval):
                          "(%s): increase() needs two samples inside the window, so most flaps would go unseen; make "
                          "it at least %gs" % (key, window, scrape_interval, 2 * scrape_seconds))
     return found
+
+
+_LISTEN_ADDRESS = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]*):([0-9]{1,5})")
+WEB_CONFIG_KEYS = ("tls_server_config", "basic_auth_users", "http_server_config")
+CLIENT_KEYS = ("username", "password", "ca_file", "server_name")
+
+
+def _web_config_problems(name, config):
+    if not isinstance(config, dict):
+        return ["%s must be a mapping (Prometheus's web configuration: %s)" % (name, ", ".join(WEB_CONFIG_KEYS))]
+    found = ["%s.%s: not a web configuration key (%s)" % (name, key, ", ".join(WEB_CONFIG_KEYS))
+             for key in config if key not in WEB_CONFIG_KEYS]
+    tls = config.get("tls_server_config")
+    if tls is not None and not (isinstance(tls, dict) and tls.get("cert_file") and tls.get("key_file")):
+        found.append("%s.tls_server_config: needs cert_file and key_file" % name)
+    users = config.get("basic_auth_users")
+    if users is not None and not isinstance(users, dict):
+        found.append("%s.basic_auth_users: must map user names to bcrypt hashes" % name)
+    elif users:
+        # The value is not shown: a hash is a secret's stand-in, and a pasted password would be the secret.
+        found += ["%s.basic_auth_users.%s: must be a bcrypt hash ($2y$...), not a password" % (name, user)
+                  for user, hashed in users.items() if not re.fullmatch(r"\$2[aby]\$[0-9]{2}\$[./A-Za-z0-9]{53}",
+                                                                        str(hashed))]
+    return found
+
+
+def service_problems(settings):
+    """The monitoring services' variables: listen addresses, web configurations, Prometheus's credentials for
+    Alertmanager and the remediation webhook's token (never shown)."""
+    found = []
+    for name in ("health_prometheus_listen_address", "health_alertmanager_listen_address"):
+        value = settings.get(name)
+        match = _LISTEN_ADDRESS.fullmatch(value) if isinstance(value, str) else None
+        if not match or not 1 <= int(match.group(2)) <= 65535:
+            found.append("%s: %r is not host:port (127.0.0.1:9090, [::1]:9090, 0.0.0.0:9090)" % (name, value))
+    for name in ("health_prometheus_web_config", "health_alertmanager_web_config"):
+        found += _web_config_problems(name, settings.get(name) or {})
+    client = settings.get("health_alertmanager_client") or {}
+    if not isinstance(client, dict):
+        return found + ["health_alertmanager_client must be a mapping (%s)" % ", ".join(CLIENT_KEYS)]
+    found += ["health_alertmanager_client.%s: unknown (known: %s)" % (key, ", ".join(CLIENT_KEYS))
+              for key in client if key not in CLIENT_KEYS]
+    if bool(client.get("username")) != bool(client.get("password")):
+        found.append("health_alertmanager_client: username and password go together")
+    am_web = settings.get("health_alertmanager_web_config") or {}
+    if isinstance(am_web, dict) and am_web.get("basic_auth_users") and settings.get("health_monitoring_run_prometheus") \
+            and not client.get("username"):
+        found.append("health_alertmanager_client: Alertmanager wants basic auth (health_alertmanager_web_config."
+                     "basic_auth_users), so Prometheus needs a username and password to send it alerts")
+    found += path_problems("health_alertmanager_webhook_ca_file", settings.get("health_alertmanager_webhook_ca_file", ""),
+                           allow_empty=True, what="file")
+    problem = bearer_token_problem("health_alertmanager_webhook_token", settings.get("health_alertmanager_webhook_token"))
+    return found + ([problem] if problem else [])
 
 
 def expected_state(host, rails, interval, command_interval, textfile, bonds=(), uplinks=(), ipsec=(), pcie=(),
@@ -461,6 +515,19 @@ def web_config_text(tls_cert_file, tls_key_file, basic_auth_users):
     return json.dumps(config, indent=2, sort_keys=True) + "\n" if config else None
 
 
+# Debian's prometheus-node-exporter.service runs as this user and group.
+NODE_EXPORTER_GROUP = "prometheus"
+
+
+def service_owner(group=NODE_EXPORTER_GROUP):
+    """(root, the group) of node_exporter's web configuration, which it must read and nobody else may; None where
+    the group does not exist (the package not installed yet: root keeps it)."""
+    try:
+        return 0, grp.getgrnam(group).gr_gid
+    except KeyError:
+        return None
+
+
 def bin_text(lib_dir):
     return ("#!/usr/bin/python3\n# %s\n# gpufabric-health: run | once EXPECTED_STATE\nimport sys\n\n"
             "sys.path.insert(0, \"%s\")\n\nfrom gpufabric_health.__main__ import main  # noqa: E402\n\n"
@@ -512,7 +579,8 @@ def desired_files(params):
     files.append({"path": params["state_file"], "mode": 0o644,
                   "content": json.dumps(params["expected_state"], indent=1, sort_keys=True) + "\n"})
     web = web_config_text(params.get("tls_cert_file"), params.get("tls_key_file"), params.get("basic_auth_users"))
-    files.append({"path": params["web_config_file"], "content": web, "mode": 0o640, "secret": True})
+    files.append({"path": params["web_config_file"], "content": web, "mode": 0o640, "secret": True,
+                  "owner": service_owner()})
     files.append({"path": params["node_exporter_defaults_file"], "mode": 0o644,
                   "content": "# %s\n" % MANAGED + node_exporter_args(
                       params["listen_address"], params["port"], params["textfile_dir"], params["ethtool"],

@@ -62,6 +62,11 @@ DEFAULT_THRESHOLDS = {
 
 _NODE_LABELS = "host, rail, netdev, device, port, leaf, leaf_port"
 
+# A series' host is its scrape target's (the file_sd label), never the one the node sends: without honor_labels a
+# host label in the node's text is renamed exported_host (and instance, job and the inventory's target labels
+# alike), and those claims are dropped here, so that a node serving gpufabric_port_up{host="node20"} speaks for itself.
+IDENTITY_FROM_TARGET = [{"action": "labeldrop", "regex": "exported_.+"}]
+
 
 def duration_seconds(text):
     """Seconds of a Prometheus duration ('30s' -> 30, '1h30m' -> 5400); ValueError for anything else (a number
@@ -212,15 +217,25 @@ def alert_names(groups):
 
 
 def alertmanager_config(webhook_url=None, receiver_default="gpufabric-default", group_wait="10s",
-                        group_interval="1m", repeat_interval="4h"):
+                        group_interval="1m", repeat_interval="4h", webhook_token_file=None, webhook_ca_file=None):
     """An Alertmanager configuration: drain/report alerts to the remediation webhook (payload version 4,
-    send_resolved), every alert grouped by alertname and scope; the leaf alert inhibits the node alerts behind its
-    leaf, the rail alert the leaf and node alerts of its rail."""
+    send_resolved; with webhook_token_file, the bearer token read from that file; with webhook_ca_file, the https
+    webhook's certificate checked against that CA), every alert grouped by alertname
+    and scope; the leaf alert inhibits the node alerts behind its leaf, the rail alert the leaf and node alerts of
+    its rail."""
     receivers = [{"name": receiver_default}]
     routes = []
     if webhook_url:
-        receivers.append({"name": "gpufabric-remediation",
-                          "webhook_configs": [{"url": webhook_url, "send_resolved": True}]})
+        webhook = {"url": webhook_url, "send_resolved": True}
+        http_config = {}
+        if webhook_token_file:
+            # From a file: the token stays out of this configuration (0644, shown in diffs) and out of amtool's output.
+            http_config["authorization"] = {"type": "Bearer", "credentials_file": webhook_token_file}
+        if webhook_ca_file:
+            http_config["tls_config"] = {"ca_file": webhook_ca_file}
+        if http_config:
+            webhook["http_config"] = http_config
+        receivers.append({"name": "gpufabric-remediation", "webhook_configs": [webhook]})
         routes.append({"receiver": "gpufabric-remediation",
                        "matchers": ['gpufabric_remediation=~"drain|report"'], "continue": True})
     return {
@@ -255,29 +270,65 @@ def file_sd_targets(targets):
 
 
 def prometheus_config(rule_files, targets_file, alertmanagers, scrape_interval="10s", evaluation_interval="10s",
-                      job="gpufabric"):
+                      job="gpufabric", alertmanager_client=None):
     """A whole prometheus.yml for a Prometheus this collection runs (the lab's monitoring node): one job scraping
-    the file_sd targets, the rule files, and the Alertmanagers (host:port). Users who bring their own Prometheus
-    add the job and the rule files to theirs instead (docs/alerts.md)."""
+    the file_sd targets, the rule files, and the Alertmanagers (host:port), reached with alertmanager_client (scheme,
+    basic_auth, tls_config: Prometheus's alertmanager_config keys). Users who bring their own Prometheus add the job
+    and the rule files to theirs instead (docs/alerts.md)."""
+    alertmanager = dict(alertmanager_client or {}, static_configs=[{"targets": list(alertmanagers)}])
     return {
         "global": {"scrape_interval": scrape_interval, "evaluation_interval": evaluation_interval},
         "rule_files": list(rule_files),
-        "alerting": {"alertmanagers": [{"static_configs": [{"targets": list(alertmanagers)}]}]},
-        # honor_labels: the sampler's series name their host as the target does; without it Prometheus renames
-        # theirs exported_host and every alert carries both.
-        "scrape_configs": [{"job_name": job, "honor_labels": True, "file_sd_configs": [{"files": [targets_file]}]}],
+        "alerting": {"alertmanagers": [alertmanager]},
+        "scrape_configs": [{"job_name": job, "file_sd_configs": [{"files": [targets_file]}],
+                            "metric_relabel_configs": IDENTITY_FROM_TARGET}],
     }
+
+
+def service_defaults(listen_address, web_config_file=None, alertmanager=False):
+    """The ARGS line of Debian's /etc/default/prometheus (or prometheus-alertmanager with alertmanager): where it
+    listens, its web configuration, and for Alertmanager no cluster port (Debian's default gossips on every
+    interface, unauthenticated)."""
+    args = ["--web.listen-address=%s" % listen_address]
+    if alertmanager:
+        args.append("--cluster.listen-address=")
+    if web_config_file:
+        args.append("--web.config.file=%s" % web_config_file)
+    return 'ARGS="%s"\n' % " ".join(args)
+
+
+def alertmanager_client(web_config=None, username=None, password_file=None, ca_file=None, server_name=None):
+    """How Prometheus reaches an Alertmanager with web_config: https when it serves TLS (with ca_file and
+    server_name), basic auth with username and the password read from password_file."""
+    client = {}
+    if (web_config or {}).get("tls_server_config"):
+        client["scheme"] = "https"
+        tls = {key: value for key, value in (("ca_file", ca_file), ("server_name", server_name)) if value}
+        if tls:
+            client["tls_config"] = tls
+    if username:
+        client["basic_auth"] = {"username": username, "password_file": password_file}
+    return client
+
+
+def local_address(listen_address):
+    """Where a process on the same host reaches a listen address: 0.0.0.0:9093 -> 127.0.0.1:9093."""
+    host, port = listen_address.rpartition(":")[::2]
+    return "%s:%s" % ({"0.0.0.0": "127.0.0.1", "[::]": "[::1]", "": "127.0.0.1"}.get(host, host), port)
 
 
 def monitoring_config(targets, thresholds=None, webhook_url=None, scrape_interval="10s", evaluation_interval="10s",
                       rules_file="gpufabric.rules.yml", targets_file="gpufabric_targets.json",
-                      alertmanagers=("localhost:9093",), alertmanager_timing=None):
+                      alertmanagers=("localhost:9093",), alertmanager_timing=None, webhook_token_file=None,
+                      alertmanager_client=None, webhook_ca_file=None):
     """Everything the monitoring side needs, as data: file_sd targets, the rule file, an Alertmanager configuration
     and a whole prometheus.yml (used only where this collection runs Prometheus)."""
     return {
         "targets": file_sd_targets(targets),
         "rules": rule_groups(thresholds, evaluation_interval or None),
-        "alertmanager": alertmanager_config(webhook_url or None, **(alertmanager_timing or {})),
+        "alertmanager": alertmanager_config(webhook_url or None, webhook_token_file=webhook_token_file,
+                                            webhook_ca_file=webhook_ca_file,
+                                            **(alertmanager_timing or {})),
         "prometheus": prometheus_config([rules_file], targets_file, alertmanagers, scrape_interval,
-                                        evaluation_interval or "10s"),
+                                        evaluation_interval or "10s", alertmanager_client=alertmanager_client),
     }

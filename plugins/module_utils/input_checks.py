@@ -106,6 +106,19 @@ def ambiguous_address(host):
     return None
 
 
+# A bearer token as RFC 6750 writes one (token68), long enough not to be guessed.
+TOKEN_MIN, TOKEN_MAX = 16, 512
+_TOKEN = re.compile(r"[A-Za-z0-9._~+/=-]{%d,%d}" % (TOKEN_MIN, TOKEN_MAX))
+
+
+def bearer_token_problem(name, value):
+    """A bearer token (or "" for none); the value is never shown."""
+    if value in (None, "") or isinstance(value, str) and _TOKEN.fullmatch(value):
+        return None
+    return ("%s: must be %d to %d characters of letters, digits and ._~+/=- (a bearer token: no whitespace or "
+            "quotes); the value is not shown" % (name, TOKEN_MIN, TOKEN_MAX))
+
+
 def as_int(value):
     """The int argument_specs would accept for value (an int or a string of one), else None."""
     if isinstance(value, bool):

@@ -5,15 +5,18 @@
 
 remediation_problems() takes the remediation_* variables by name after argument_specs has checked their types; it
 returns one sentence per problem naming the variable. The remediation playbook's first play runs it, and so does
-playbooks/check_inventory.yml, which is also what to run before starting the rulebook (the webhook's address and
-port are checked here: ansible-rulebook itself only fails when it cannot bind).
+playbooks/check_inventory.yml, which is also what to run before starting the rulebook (the webhook's address,
+port and token are checked here; the rulebook's source also refuses to start on a non-loopback address without a
+token).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import (
+    bearer_token_problem,
     full_match_problem,
     int_range_problem,
     path_problems,
@@ -42,6 +45,45 @@ def _url_problem(name, value, required):
                               "path; no query, user or whitespace)")
 
 
+def _is_loopback(host):
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def webhook_problems(settings):
+    """The rulebook's webhook: its address, and a token wherever that is not loopback (anyone reaching an open
+    webhook drains nodes); the token's value is never shown."""
+    found = []
+    host = settings.get("remediation_webhook_host", "127.0.0.1")
+    token = settings.get("remediation_webhook_token", "")
+    listen = full_match_problem("remediation_webhook_host", host, _LISTEN,
+                                "must be the address (or host name) the rulebook's webhook listens on")
+    if listen:
+        found.append(listen)
+    token_problem = bearer_token_problem("remediation_webhook_token", token)
+    if token_problem:
+        found.append(token_problem)
+    if not listen and token in (None, "") and not _is_loopback(str(host)):
+        found.append("remediation_webhook_token: required when remediation_webhook_host (%s) is not a loopback "
+                     "address - anyone who reaches the webhook could drain nodes; set a token (the health role "
+                     "gives it to Alertmanager's receiver) or listen on 127.0.0.1" % host)
+    cert, key = (settings.get("remediation_webhook_tls_%s_file" % what, "") for what in ("cert", "key"))
+    if bool(cert) != bool(key):
+        found.append("remediation_webhook_tls_cert_file: goes with remediation_webhook_tls_key_file (both for https, "
+                     "neither for http)")
+    for name, value in (("remediation_webhook_tls_cert_file", cert), ("remediation_webhook_tls_key_file", key)):
+        found += path_problems(name, value, allow_empty=True, what="file")
+    for name, default, low, high in (("remediation_webhook_max_body_bytes", 262144, 1024, 16 * 1024 * 1024),
+                                     ("remediation_webhook_max_queued_alerts", 64, 1, 10000)):
+        problem = int_range_problem(name, settings.get(name, default), low, high,
+                                    rule="must be a number from %d to %d" % (low, high))
+        if problem:
+            found.append(problem)
+    return found
+
+
 def remediation_problems(settings, groups=None):
     """Every problem with the remediation variables (a dict of name: value), one sentence each. With groups (the
     inventory's group names), remediation_peer_group must be one of them where nodes are re-verified."""
@@ -66,8 +108,7 @@ def remediation_problems(settings, groups=None):
                           WINDOW_MAX, rule="must be a number of seconds from 0 (no reconcile tick) to %d" % WINDOW_MAX))
     add(int_range_problem("remediation_webhook_port", settings.get("remediation_webhook_port", 5000), 1, 65535,
                           rule="must be a TCP port from 1 to 65535"))
-    add(full_match_problem("remediation_webhook_host", settings.get("remediation_webhook_host", "0.0.0.0"), _LISTEN,
-                           "must be the address (or host name) the rulebook's webhook listens on"))
+    problems.extend(webhook_problems(settings))
     add(_url_problem("remediation_alertmanager_url", settings.get("remediation_alertmanager_url", ""), True))
     add(int_range_problem("remediation_page_for", settings.get("remediation_page_for", 3600), 60, WINDOW_MAX,
                           rule="must be a number of seconds from 60 to %d" % WINDOW_MAX))

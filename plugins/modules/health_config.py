@@ -260,8 +260,7 @@ def main():
                                                    (os.path.dirname(params["web_config_file"]), 0o755)]
     missing = [(path, mode) for path, mode in wanted_directories if not os.path.isdir(path)]
     try:
-        current = {entry["path"]: ft.read_current(entry["path"]) for entry in desired}
-        changes = ft.plan(desired, current)
+        changes = ft.plan(desired, ft.read_all(desired))
     except (OSError, ValueError) as exc:
         module.fail_json(msg="Nothing was changed: %s" % exc)
     result = {"changed": bool(changes or missing),

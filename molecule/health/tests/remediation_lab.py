@@ -30,6 +30,8 @@ NODES = {
     for index in (1, 2, 3)
 }
 STATE_DIR = "/var/lib/gpufabric/remediation"
+# As molecule.yml sets remediation_webhook_token (Alertmanager's receiver sends it; the rulebook wants it).
+WEBHOOK_TOKEN = "gpufabric-molecule-health-webhook-token"
 
 
 def address(instance):
@@ -155,7 +157,9 @@ class Rulebook:
         # Another process on the port would take the alerts and this one would exit: refuse to start instead.
         assert not self.answering(), "something already listens on %s:%d" % (self.host, self.port)
         variables = LAB / "rulebook-vars.json"
-        variables.write_text(json.dumps({"remediation_webhook_host": self.host, "remediation_webhook_port": self.port}))
+        variables.write_text(json.dumps({"remediation_webhook_host": self.host, "remediation_webhook_port": self.port,
+                                         "remediation_webhook_token": WEBHOOK_TOKEN}))
+        variables.chmod(0o600)
         env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
                    ANSIBLE_ROLES_PATH=str(ROOT / "roles"), ANSIBLE_NOCOLOR="1")
         inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])

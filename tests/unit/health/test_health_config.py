@@ -20,8 +20,9 @@ from ansible_collections.gpufabric.core.plugins.module_utils import health_sampl
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
 DEFAULTS = yaml.safe_load((ROOT / "roles" / "health" / "defaults" / "main.yml").read_text())
-# The templated trust default as Ansible renders it where the rdma role's rdma_roce_trust is not set.
-RENDERED = dict(DEFAULTS, health_roce_trust="dscp")
+# The templated trust default as Ansible renders it where the rdma role's rdma_roce_trust is not set, and the
+# webhook token where remediation_webhook_token is not.
+RENDERED = dict(DEFAULTS, health_roce_trust="dscp", health_alertmanager_webhook_token="")
 GOOD = dict(RENDERED, health_listen_address="10.0.0.11")
 
 
@@ -85,6 +86,19 @@ def test_a_longer_qos_for_allows_a_longer_qos_interval():
     ({"health_node_exporter_port": 70000}, "health_node_exporter_port"),
     ({"health_interval": 30}, "health_thresholds.stale_after_seconds"),  # the default 60 s: two intervals
     ({"health_interval": 10, "health_thresholds": {"stale_after_seconds": 20}}, "health_thresholds.stale_after_seconds"),
+    ({"health_prometheus_listen_address": "9090"}, "health_prometheus_listen_address"),
+    ({"health_alertmanager_listen_address": "0.0.0.0:99999"}, "health_alertmanager_listen_address"),
+    ({"health_alertmanager_listen_address": "0.0.0.0:9093 --web.enable-admin-api"}, "health_alertmanager_listen_address"),
+    ({"health_prometheus_web_config": {"basic_auth_users": {"p": "plain"}}}, "health_prometheus_web_config.basic_auth_users.p"),
+    ({"health_prometheus_web_config": {"users": {}}}, "health_prometheus_web_config.users"),
+    ({"health_alertmanager_web_config": {"tls_server_config": {"cert_file": "/c.pem"}}},
+     "health_alertmanager_web_config.tls_server_config"),
+    ({"health_alertmanager_client": {"username": "prometheus"}}, "health_alertmanager_client"),
+    ({"health_alertmanager_client": {"token": "x"}}, "health_alertmanager_client.token"),
+    ({"health_monitoring_run_prometheus": True, "health_alertmanager_web_config": {"basic_auth_users": {
+        "prometheus": "$2b$04$8F4wz3ZpKcbpbPTEHqV3Qe0Q4YHr8cuHjqYzz9mLkbrZ0uESmdtly"}}}, "health_alertmanager_client"),
+    ({"health_alertmanager_webhook_token": "short"}, "health_alertmanager_webhook_token"),
+    ({"health_alertmanager_webhook_ca_file": "ca.pem"}, "health_alertmanager_webhook_ca_file"),
 ])
 def test_bad_settings_are_named(change, named):
     found = hc.problems(dict(GOOD, **change))
@@ -185,6 +199,25 @@ def test_the_unit_watchdog_is_twice_the_samples_budget():
     assert "\nWatchdogSec=30\n" in unit
     assert "\nExecStopPost=/usr/local/sbin/gpufabric-health clean /etc/gpufabric-health/expected.json\n" in unit
     assert health_sample.sample_budget_seconds(5) == 15 and health_sample.sample_budget_seconds(20) == 60
+
+
+def test_the_webhook_token_follows_the_rulebook_s_and_is_never_shown():
+    assert DEFAULTS["health_alertmanager_webhook_token"] == "{{ remediation_webhook_token | default('') }}"
+    secret = "not a token but a secret phrase"
+    [problem] = hc.problems(dict(GOOD, health_alertmanager_webhook_token=secret))
+    assert secret not in problem
+
+
+def test_node_exporter_s_web_config_is_root_s_and_its_service_group_s():
+    import grp
+
+    [entry] = [item for item in hc.desired_files({
+        "lib_dir": "/l", "module_utils": {}, "package": {}, "bin_path": "/b", "state_file": "/s", "unit_file": "/u",
+        "expected_state": {"interval": 5}, "web_config_file": "/w", "node_exporter_defaults_file": "/d",
+        "basic_auth_users": {"p": "$2b$04$8F4wz3ZpKcbpbPTEHqV3Qe0Q4YHr8cuHjqYzz9mLkbrZ0uESmdtly"},
+        "listen_address": "127.0.0.1", "port": 9100, "textfile_dir": "/t", "ethtool": False}) if item["path"] == "/w"]
+    assert entry["mode"] == 0o640 and entry["secret"]
+    assert entry["owner"] == (0, grp.getgrnam("prometheus").gr_gid)
 
 
 def test_the_listen_address_is_one_of_the_hosts_own():

@@ -42,10 +42,41 @@ def test_thresholds_and_intervals_reach_the_rules_and_prometheus_yml():
     assert prometheus["global"] == {"scrape_interval": "2s", "evaluation_interval": "5s"}
     assert prometheus["rule_files"] == ["/etc/p/r.yml"]
     assert prometheus["scrape_configs"][0]["file_sd_configs"] == [{"files": ["/etc/p/t.json"]}]
-    assert prometheus["scrape_configs"][0]["honor_labels"] is True
+    assert "honor_labels" not in prometheus["scrape_configs"][0]
+    assert prometheus["scrape_configs"][0]["metric_relabel_configs"] == [{"action": "labeldrop", "regex": "exported_.+"}]
     receivers = yaml.safe_load(texts["alertmanager"])["receivers"]
     assert {"name": "gpufabric-remediation",
             "webhook_configs": [{"url": "http://127.0.0.1:5000/endpoint", "send_resolved": True}]} in receivers
+
+
+def test_the_webhook_token_is_a_file_the_receiver_reads_never_the_token_itself():
+    texts = health_monitoring_config(TARGETS, webhook_url="http://10.0.0.1:5000/alertmanager",
+                                     webhook_token_file="/etc/prometheus/gpufabric/remediation_webhook_token")
+    [receiver] = [item for item in yaml.safe_load(texts["alertmanager"])["receivers"]
+                  if item["name"] == "gpufabric-remediation"]
+    assert receiver["webhook_configs"][0]["http_config"] == {"authorization": {
+        "type": "Bearer", "credentials_file": "/etc/prometheus/gpufabric/remediation_webhook_token"}}
+    texts = health_monitoring_config(TARGETS, webhook_url="https://10.0.0.1:5000/alertmanager",
+                                     webhook_ca_file="/etc/prometheus/gpufabric/webhook-ca.pem")
+    [receiver] = [item for item in yaml.safe_load(texts["alertmanager"])["receivers"]
+                  if item["name"] == "gpufabric-remediation"]
+    assert receiver["webhook_configs"][0]["http_config"] == {"tls_config": {
+        "ca_file": "/etc/prometheus/gpufabric/webhook-ca.pem"}}
+
+
+def test_services_listen_where_told_with_their_web_config_and_prometheus_authenticates_to_alertmanager():
+    web = {"basic_auth_users": {"prometheus": "$2y$10$abcdefghijklmnopqrstuu5h0Xj3dX3mQ0m6J7GZpP1g0KQhPq3y"}}
+    texts = health_monitoring_config(TARGETS, services={
+        "prometheus": {"listen_address": "127.0.0.1:9090", "web_config": {}, "web_config_file": "/etc/p/web.yml"},
+        "alertmanager": {"listen_address": "0.0.0.0:9093", "web_config": web, "web_config_file": "/etc/p/am-web.yml",
+                         "client": {"username": "prometheus", "password_file": "/etc/p/am-password"}}})
+    assert texts["prometheus_defaults"].endswith('\nARGS="--web.listen-address=127.0.0.1:9090"\n')
+    assert texts["alertmanager_defaults"].endswith(
+        '\nARGS="--web.listen-address=0.0.0.0:9093 --cluster.listen-address= --web.config.file=/etc/p/am-web.yml"\n')
+    assert "prometheus_web" not in texts and yaml.safe_load(texts["alertmanager_web"]) == web
+    [alertmanager] = yaml.safe_load(texts["prometheus"])["alerting"]["alertmanagers"]
+    assert alertmanager == {"basic_auth": {"username": "prometheus", "password_file": "/etc/p/am-password"},
+                            "static_configs": [{"targets": ["127.0.0.1:9093"]}]}
 
 
 def test_alertmanager_timings_reach_the_route_and_default_to_10s_1m_4h():
@@ -147,3 +178,32 @@ def test_check_apply_check_apply_and_a_refused_rule_file_changes_nothing(tmp_pat
         assert (directory / "gpufabric_targets.json").read_text() == files["targets"]["content"]
         assert (directory / "gpufabric.rules.yml").read_text() == files["rules"]["content"]
     assert "files.grafana: unknown" in _run({"files": dict(files, grafana=files["rules"])})["msg"]
+
+
+@needs_promtool
+def test_secrets_and_web_configs_are_the_services_group_s_alone_and_never_shown(tmp_path):
+    import grp
+
+    token = "Zm9yZ2VkLWFsZXJ0cy1nZXQtNDAxLW5vdw"
+    web = "basic_auth_users:\n  prometheus: $2b$04$8F4wz3ZpKcbpbPTEHqV3Qe0Q4YHr8cuHjqYzz9mLkbrZ0uESmdtly\n"
+    files = {"alertmanager_defaults": {"path": str(tmp_path / "prometheus-alertmanager"),
+                                       "content": 'ARGS="--web.listen-address=127.0.0.1:9093"\n'}}
+    web_file = {"path": str(tmp_path / "alertmanager-web.yml"), "content": web, "kind": "alertmanager_web"}
+    secrets = [{"path": str(tmp_path / "remediation_webhook_token"), "content": token}, web_file]
+    applied = _run({"files": files, "secret_files": secrets}, "--diff")
+    assert applied["changed"] and token not in json.dumps(applied) and "$2b$04$" not in json.dumps(applied), applied
+    group = grp.getgrnam("prometheus").gr_gid if os.geteuid() == 0 else None
+    for name, mode in (("remediation_webhook_token", 0o640), ("alertmanager-web.yml", 0o640),
+                       ("prometheus-alertmanager", 0o644)):
+        info = (tmp_path / name).stat()
+        assert info.st_mode & 0o777 == (mode if group is not None else min(mode, 0o600) if mode == 0o640 else mode)
+        if group is not None and mode == 0o640:
+            assert (info.st_uid, info.st_gid) == (0, group)
+    assert (tmp_path / "remediation_webhook_token").read_text() == token
+    assert not _run({"files": files, "secret_files": secrets})["changed"]
+    # A web configuration promtool refuses (a password where a bcrypt hash belongs) changes nothing.
+    bad = [secrets[0], dict(web_file, content="basic_auth_users:\n  p: plain\n")]
+    refused = _run({"files": files, "secret_files": bad})
+    assert refused.get("failed") and "promtool refused %s" % web_file["path"] in refused["msg"], refused
+    assert "plain" not in json.dumps(refused)
+    assert (tmp_path / "alertmanager-web.yml").read_text() == web

@@ -7,6 +7,23 @@ from ansible_collections.gpufabric.core.plugins.module_utils.remediation_inputs 
 GOOD = {"remediation_alertmanager_url": "http://alertmanager.example.org:9093"}
 
 
+def test_a_webhook_beyond_loopback_is_usable_with_a_token_whose_value_no_problem_shows():
+    token = "c2VjcmV0LXRva2VuLWZvci10ZXN0"
+    assert remediation_problems(dict(GOOD, remediation_webhook_host="10.0.0.5", remediation_webhook_token=token)) == []
+    for host in ("127.0.0.1", "::1", "localhost", "127.0.0.2"):
+        assert remediation_problems(dict(GOOD, remediation_webhook_host=host)) == []
+    for host in ("0.0.0.0", "10.0.0.5", "fabric-ctl.example.org"):
+        [problem] = remediation_problems(dict(GOOD, remediation_webhook_host=host))
+        assert problem.startswith("remediation_webhook_token: required when remediation_webhook_host (%s)" % host)
+    assert remediation_problems(dict(GOOD, remediation_webhook_tls_cert_file="/etc/gpufabric/webhook.pem",
+                                     remediation_webhook_tls_key_file="/etc/gpufabric/webhook-key.pem")) == []
+    [problem] = remediation_problems(dict(GOOD, remediation_webhook_tls_cert_file="webhook.pem",
+                                          remediation_webhook_tls_key_file="/etc/gpufabric/webhook-key.pem"))
+    assert problem.startswith("remediation_webhook_tls_cert_file: must be an absolute file")
+    problems = remediation_problems(dict(GOOD, remediation_webhook_token=token + " x"))
+    assert problems and all(token not in problem for problem in problems)
+
+
 def test_the_defaults_with_an_alertmanager_are_usable():
     assert remediation_problems(GOOD) == []
     assert remediation_problems(dict(GOOD, remediation_max_drained=3, remediation_webhook_port="8080",
@@ -28,6 +45,11 @@ def test_the_defaults_with_an_alertmanager_are_usable():
     ("remediation_webhook_port", 65536, "must be a TCP port from 1 to 65535"),
     ("remediation_webhook_port", "http", "must be a TCP port from 1 to 65535"),
     ("remediation_webhook_host", "0.0.0.0 --evil", "the address (or host name)"),
+    ("remediation_webhook_token", "short", "must be 16 to 512 characters"),
+    ("remediation_webhook_token", "a token with spaces in it", "must be 16 to 512 characters"),
+    ("remediation_webhook_max_body_bytes", 10, "from 1024 to 16777216"),
+    ("remediation_webhook_max_queued_alerts", 0, "from 1 to 10000"),
+    ("remediation_webhook_tls_cert_file", "/etc/gpufabric/webhook.pem", "goes with remediation_webhook_tls_key_file"),
     ("remediation_action_window", -1, "from 0 to 86400"),
     ("remediation_reconcile_interval", 90000, "from 0 (no reconcile tick)"),
     ("remediation_alertmanager_url", "", "needs Alertmanager's URL"),
