@@ -307,6 +307,35 @@ def fabric_map_without_leaves(fabric_map, items):
     return copy
 
 
+def topology_guard(fabric_map, items, nodes, ledger_nodes, prefix, max_drained, node_names=None,
+                   small_partitions=False):
+    """Whether the guard lets a topology without the dead leaves of items (fabric_map_without_leaves) take the
+    hosts behind them out of Slurm's trees: in every partition of those nodes, the loop's drains and the nodes
+    taken out together stay within the drain limit, and a partition of one or two nodes keeps one in service.
+    Returns allowed, the Slurm nodes taken out, and a message."""
+    after = fabric_map_without_leaves(fabric_map, items)
+    before_hosts, after_hosts = (fabric_map or {}).get("hosts") or {}, after.get("hosts") or {}
+    out = sorted({(node_names or {}).get(host, host) for host, entry in after_hosts.items()
+                  for index, rail in enumerate(entry.get("rails") or [])
+                  if rail.get("up") is False and (before_hosts[host]["rails"][index].get("up") is not False)},
+                 key=natural_key)
+    full = []
+    for partition in sorted({part for node in nodes if node["name"] in out for part in node["partitions"]}):
+        members = [node for node in nodes if partition in node["partitions"]]
+        taken = {node["name"] for node in members if node["name"] in out
+                 or drain_owner(node, prefix, (ledger_nodes or {}).get(node["name"])) == "ours"}
+        limit = drain_limit(max_drained, len(members))
+        in_service = [node for node in members if node["name"] not in taken
+                      and not node.get("drained") and not node.get("down")]
+        if len(taken) > limit or (len(members) <= 2 and not small_partitions and not in_service):
+            full.append("partition %s: %d of its %d nodes would be out (%s), the most max_drained %s allows%s"
+                        % (partition, len(taken), len(members), ", ".join(sorted(taken, key=natural_key)),
+                           max_drained, "" if in_service else ", none left in service"))
+    message = ("the topology without the dead leaves takes out %s" % (", ".join(out) or "no node")
+               + ("; held by the guard: " + "; ".join(full) if full else ""))
+    return {"allowed": not full, "nodes": out, "message": message}
+
+
 # The guard
 
 def max_drained_problem(name, value):

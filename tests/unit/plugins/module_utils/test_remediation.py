@@ -485,6 +485,28 @@ def test_the_topology_without_a_dead_leaf_leaves_its_hosts_out_and_names_the_ale
     assert "SwitchName=LEAF01 Nodes=gpu-[01-04]" in build_slurm_topology(fabric)["topology_conf"]
 
 
+def test_a_topology_without_a_dead_leaf_goes_through_the_guard():
+    lab = sn.parse_scontrol_nodes(read_fixture("slurm/lab-22.05-three-nodes-idle.txt"))  # node1-3, partition lab
+    leaf_b = rm.classify(alert(None, scope="leaf", remediation="report", alertname="GpufabricLeafDown",
+                               leaf="leaf-b", netdev=None, leaf_port=None))
+    held = rm.topology_guard(fabric_map(), [leaf_b], lab, {}, PREFIX, "10%")
+    # node3's rail 1 was down already; node10 is behind leaf-b but no Slurm node of the lab.
+    assert (held["allowed"], held["nodes"]) == (False, ["node1", "node2", "node10"])
+    assert held["message"] == (
+        "the topology without the dead leaves takes out node1, node2, node10; held by the guard: partition lab: 2 "
+        "of its 3 nodes would be out (node1, node2), the most max_drained 10% allows")
+    assert rm.topology_guard(fabric_map(), [leaf_b], lab, {}, PREFIX, "2")["allowed"]
+    # The loop's own drains count: with node3 drained by it, 3 of lab would be out.
+    nodes, ledger = loop_drain(lab, "node3")
+    held = rm.topology_guard(fabric_map(), [leaf_b], nodes, ledger["nodes"], PREFIX, "2")
+    assert not held["allowed"] and held["message"].endswith(
+        "partition lab: 3 of its 3 nodes would be out (node1, node2, node3), the most max_drained 2 allows, none left "
+        "in service")
+    leaf_d = dict(leaf_b, leaf="leaf-d")
+    assert rm.topology_guard(fabric_map(), [leaf_d], lab, {}, PREFIX, "10%") == {
+        "allowed": True, "nodes": ["node4"], "message": "the topology without the dead leaves takes out node4"}
+
+
 # Reconcile
 
 def test_a_reconcile_run_returns_every_node_the_loop_holds_drained_on_the_rail_of_its_alert():
