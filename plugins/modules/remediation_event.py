@@ -26,6 +26,7 @@ attributes:
     description: Reads only.
   diff_mode:
     support: none
+    description: Changes nothing.
   action:
     support: full
     description: An action plugin without a module on the host.
