@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "tests" / "unit"))
 import fake_scontrol  # noqa: E402  pylint: disable=wrong-import-position
 from fixture_data import read_fixture  # noqa: E402  pylint: disable=wrong-import-position
 from health_lab import ALERTMANAGER, alertmanager_process, free_port  # noqa: E402  pylint: disable=wrong-import-position
-from test_remediation_refusals import hostile, post_to_alertmanager  # noqa: E402  pylint: disable=wrong-import-position
+from test_remediation_refusals import hostile, post_to_alertmanager, textfile_dir  # noqa: E402  pylint: disable=wrong-import-position
 
 RULEBOOKS = ROOT / "extensions" / "eda" / "rulebooks"
 
@@ -172,7 +172,7 @@ def test_jinja_labels_through_the_webhook_stay_data_and_only_alertmanagers_alert
         post_to_alertmanager(base, [real])
         (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {
             "vars": {"remediation_alertmanager_url": base, "remediation_state_dir": state_dir,
-                     "remediation_textfile_dir": None, "remediation_report_dir": str(tmp_path / "reports")},
+                     "remediation_textfile_dir": textfile_dir(state_dir), "remediation_report_dir": str(tmp_path / "reports")},
             "children": {"gpu_nodes": {"hosts": {"node1": {}, "node2": {}, "node3": {}}},
                          "slurm_controller": {"hosts": {"localhost": {
                              "ansible_connection": "local",
