@@ -558,8 +558,9 @@ def metrics(ledger, nodes=None, prefix=None, limits=None):
         partitions = sorted({partition for node in nodes for partition in node["partitions"]})
         for partition in partitions:
             members = [node for node in nodes if partition in node["partitions"]]
+            recorded = ledger.get("nodes") or {}
             drained.add({"partition": partition}, sum(
-                1 for node in members if drain_owner(node, prefix, (ledger.get("nodes") or {}).get(node["name"])) == "ours"))
+                1 for node in members if drain_owner(node, prefix, recorded.get(node["name"])) == "ours"))
             if limits is not None:
                 limit.add({"partition": partition}, drain_limit(limits, len(members)))
     return exposition.render()

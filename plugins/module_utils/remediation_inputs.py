@@ -53,7 +53,8 @@ def remediation_problems(settings, groups=None):
         # groups[...] | default([]) would hold every alert back and find no peer, without saying why.
         problems.append("remediation_peer_group: %r is not a group of the inventory: it is the fleet, the only "
                         "hosts the loop drains and re-verifies against" % (peer_group,))
-    if bool(settings.get("remediation_alertmanager_username")) != bool(settings.get("remediation_alertmanager_password")):
+    username, password = (settings.get("remediation_alertmanager_" + key) for key in ("username", "password"))
+    if bool(username) != bool(password):
         problems.append("remediation_alertmanager_username and remediation_alertmanager_password: Alertmanager's "
                         "basic auth needs both, or neither")
 

@@ -1,11 +1,15 @@
 """Bad remediation input refused before anything runs: by playbooks/remediate.yml's first task (no Slurm query, no
 alert read) and by playbooks/check_inventory.yml (no host contacted), each problem naming its variable."""
 
+import base64
+import contextlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
 
@@ -19,7 +23,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "unit"))
 import fake_scontrol  # noqa: E402  pylint: disable=wrong-import-position
 from fixture_data import read_fixture  # noqa: E402  pylint: disable=wrong-import-position
-from health_lab import ALERTMANAGER, alertmanager_process  # noqa: E402  pylint: disable=wrong-import-position
+from health_lab import ALERTMANAGER, alertmanager_process, free_port  # noqa: E402  pylint: disable=wrong-import-position
 
 ENV = {"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default", "ANSIBLE_NOCOLOR": "1",
        "ANSIBLE_CACHE_PLUGIN": "ansible.builtin.memory"}
@@ -231,3 +235,74 @@ def test_a_topology_without_a_dead_leaf_needs_alertmanagers_alert_and_the_guards
     assert not list((tmp_path / "reports").glob("*/fabric_map.json"))
     ledger = json.loads((Path(state_dir) / "ledger.json").read_text())
     assert ledger["counters"] == {"report|GpufabricLeafDown": 2, "hold|guard": 1}
+
+
+@contextlib.contextmanager
+def alertmanager_with_basic_auth(workdir, user, password):
+    """Debian's Alertmanager on 127.0.0.1 behind its own basic auth (--web.config.file); yields its base URL."""
+    bcrypt = pytest.importorskip("bcrypt")
+    (workdir / "web.yml").write_text(yaml.safe_dump({"basic_auth_users": {
+        user: bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4)).decode()}}))
+    (workdir / "alertmanager.yml").write_text("route: {receiver: 'null'}\nreceivers: [{name: 'null'}]\n")
+    port = free_port()
+    base = "http://127.0.0.1:%d" % port
+    process = subprocess.Popen([ALERTMANAGER, "--config.file", str(workdir / "alertmanager.yml"),
+                                "--web.config.file", str(workdir / "web.yml"),
+                                "--storage.path", str(workdir / "alertmanager-data"),
+                                "--web.listen-address", "127.0.0.1:%d" % port, "--cluster.listen-address", ""],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(auth_request(base + "/-/ready", user, password), timeout=2):
+                    break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, "Alertmanager did not start"
+                time.sleep(0.3)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def auth_request(url, user, password, data=None):
+    token = base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+    return urllib.request.Request(url, data=data, method="POST" if data else "GET",
+                                  headers={"Authorization": "Basic " + token, "Content-Type": "application/json"})
+
+
+@pytest.mark.skipif(ALERTMANAGER is None, reason="prometheus-alertmanager is not installed (scripts/setup.sh)")
+def test_a_drain_asks_alertmanager_with_its_credentials_and_never_logs_the_password(tmp_path, state_dir):
+    password = "s3cret-pw-4711"
+    slurm = fake_scontrol.install(tmp_path / "bin", read_fixture("slurm/lab-22.05-three-nodes-idle.txt"))
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {
+        "children": {"gpu_nodes": {"hosts": {"node1": {}, "node2": {}, "node3": {}}},
+                     "slurm_controller": {"hosts": {"localhost": {
+                         "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}}}))
+    contract = {"alertname": "GpufabricPortDown", "gpufabric_scope": "node", "gpufabric_remediation": "drain",
+                "rail": "rail1", "netdev": "eth2"}
+    alerts = [alert_with(dict(contract, host=host), {"summary": "down"}) for host in ("node1", "node2")]
+    with alertmanager_with_basic_auth(tmp_path, "loop", password) as base:
+        with urllib.request.urlopen(auth_request(base + "/api/v2/alerts", "loop", password, json.dumps([
+                {key: item[key] for key in ("labels", "annotations", "startsAt")} for item in alerts]).encode()),
+                timeout=10) as response:
+            assert response.status == 200
+
+        def remediate(name, alert, **credentials):
+            (tmp_path / "event.json").write_text(json.dumps(dict(
+                credentials, remediation_alerts=[alert], remediation_alertmanager_url=base,
+                remediation_state_dir=state_dir, remediation_textfile_dir=textfile_dir(state_dir),
+                remediation_report_dir=str(tmp_path / "reports"), remediation_verify_on_drain=False)))
+            return run_logged(name, [
+                "ansible-playbook", "-i", str(tmp_path / "hosts.yml"), str(ROOT / "playbooks" / "remediate.yml"),
+                "-e", "@" + str(tmp_path / "event.json")],
+                timeout=300, env=dict(ENV, PATH="%s:%s" % (slurm, os.environ["PATH"])))
+
+        rc, out = remediate("remediate-alertmanager-auth", alerts[0], remediation_alertmanager_username="loop",
+                            remediation_alertmanager_password=password)
+        assert rc == 0 and password not in out, tail(out)
+        # Without the credentials Alertmanager answers 401: the run stops before the drain.
+        rc, out = remediate("remediate-alertmanager-no-auth", alerts[1])
+    assert rc == 2 and "HTTP Error 401" in out, tail(out)
+    assert [call[:2] for call in fake_scontrol.calls(slurm) if call[0] == "update"] == [["update", "NodeName=node1"]]
