@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from ansible.utils.unsafe_proxy import wrap_var
+
 from ansible_collections.gpufabric.core.plugins.module_utils import remediation
 from ansible_collections.gpufabric.core.plugins.module_utils.slurm_nodes import reason_prefix_problem
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
@@ -23,6 +25,9 @@ description:
     drain) and the alerts ignored with the reason (C(none) alerts, alerts of other rules)."
   - The inventory host of an alert's C(host) label becomes its Slurm node through O(node_names) (the hosts'
     C(scheduler_node_name)).
+  - A node alert for a host outside O(fleet), or a firing one that O(alertmanager) does not show active with the
+    same labels, is held (C(held), with C(hold) V(outside_fleet) or V(not_firing) and a message).
+  - Every string of the result is marked unsafe - the labels come from the fabric and are never templated.
 options:
   _input:
     description: The alerts (payload, event, one alert or a list).
@@ -47,6 +52,17 @@ options:
   loop_nodes:
     description: The ledger's entries per node (RV(gpufabric.core.slurm_node_state#module:loop_nodes)), with O(reconcile_nodes).
     type: dict
+  fleet:
+    description: The inventory hosts the loop may act on (the group C(remediation_peer_group)); unset, every host.
+    type: list
+    elements: str
+  alertmanager:
+    description:
+      - Alertmanager's own alerts (the JSON of C(GET /api/v2/alerts)), asked just before. A firing node alert is
+        drained only when Alertmanager shows an active alert with exactly its labels; each report says whether it
+        is confirmed. Unset, nothing is cross-checked (the plan shown before Alertmanager is asked).
+    type: list
+    elements: dict
 author:
   - gpufabric.core contributors (@gpufabric)
 """
@@ -79,10 +95,15 @@ _value:
       description: Alerts that ask for no action, each with C(ignored) saying why.
       type: list
       elements: dict
+    held:
+      description: Node alerts the loop must not act on, each with C(hold) (V(outside_fleet), V(not_firing)) and C(message).
+      type: list
+      elements: dict
 """
 
 
-def remediation_plan(alerts, node_names=None, prefix="gpufabric:", reconcile_nodes=None, loop_nodes=None):
+def remediation_plan(alerts, node_names=None, prefix="gpufabric:", reconcile_nodes=None, loop_nodes=None, fleet=None,
+                     alertmanager=None):
     if node_names is not None and not isinstance(node_names, dict):
         raise remediation.RemediationError("node_names must map inventory hosts to Slurm node names, got %r"
                                            % (node_names,))
@@ -91,7 +112,11 @@ def remediation_plan(alerts, node_names=None, prefix="gpufabric:", reconcile_nod
         raise remediation.RemediationError(problem)
     if reconcile_nodes is not None and not isinstance(reconcile_nodes, list):
         raise remediation.RemediationError("reconcile_nodes must be the list of nodes slurm_node_state returns")
-    return remediation.plan(alerts, node_names or {}, prefix, reconcile_nodes, loop_nodes or {})
+    for name, value in (("fleet", fleet), ("alertmanager", alertmanager)):
+        if value is not None and not isinstance(value, list):
+            raise remediation.RemediationError("%s must be a list, got %s" % (name, type(value).__name__))
+    return wrap_var(remediation.plan(alerts, node_names or {}, prefix, reconcile_nodes, loop_nodes or {},
+                                     fleet=None if fleet is None else list(fleet), alertmanager=alertmanager))
 
 
 class FilterModule:

@@ -11,8 +11,9 @@ remediation role's filters on the Ansible controller. The alert labels are the c
 and host, rail, netdev, device, port, leaf, leaf_port.
 
 Decisions (``decide``): a drain needs a node in service (not drained or down by anyone) and the guard's room in
-every partition of the node; a resume needs a node drained by this loop (its reason starts with the prefix), no
-alert firing for it, a passed re-verification and the action window elapsed since the loop's last action on it.
+every partition of the node (one of a partition of one or two nodes stays in service); a resume needs a node drained
+by this loop (its ledger records the drain and Slurm still shows the reason, user and time it set), no alert firing
+for it, a passed re-verification and the action window elapsed since the loop's last action on it.
 Anything else is a hold with a reason from HOLD_REASONS, recorded like an action. The window never delays a drain:
 a node with a firing fault leaves the scheduler at once; it is what keeps a flapping node out, since every drain
 restarts it.
@@ -36,7 +37,8 @@ SCOPES = ("node", "leaf", "rail")
 REMEDIATIONS = ("drain", "report", "none")
 # What the loop records: actions it took and holds (refusals), each with a reason label of bounded cardinality.
 ACTIONS = ("drain", "resume", "hold", "report", "page")
-HOLD_REASONS = ("guard", "foreign_drain", "alert_firing", "verify_failed", "window", "unknown_node", "no_peer")
+HOLD_REASONS = ("guard", "foreign_drain", "alert_firing", "verify_failed", "window", "unknown_node", "no_peer",
+                "outside_fleet", "not_firing")
 # The ledger keeps this many recent actions (the Slurm controller's journal keeps them all).
 RECENT_ACTIONS = 200
 LEDGER_VERSION = 1
@@ -129,22 +131,32 @@ def classify(alert, node_names=None):
     return item
 
 
-def plan(alerts, node_names=None, prefix="gpufabric:", reconcile_nodes=None, loop_nodes=None):
+def plan(alerts, node_names=None, prefix="gpufabric:", reconcile_nodes=None, loop_nodes=None, fleet=None,
+         alertmanager=None):
     """What a batch of alerts asks for: nodes to drain (firing node alerts, each with its drain reason), nodes to
     return (node alerts resolved for a node with no firing one in the batch), fabric reports (leaf and rail alerts,
-    firing or resolved), and the alerts ignored with why. One entry per node: its first firing alert, or its last
-    resolved one. With reconcile_nodes (Slurm's nodes) every node the loop holds drained returns too (a reconcile
-    run, see reconcile_items)."""
-    drain, resolved, reports, ignored = {}, {}, [], []
+    firing or resolved), the alerts ignored with why, and the node alerts held with why (hold, message). One entry
+    per node: its first firing alert, or its last resolved one. With reconcile_nodes (Slurm's nodes) every node the
+    loop holds drained returns too (a reconcile run, see reconcile_items).
+
+    fleet (the inventory hosts the loop acts on) holds every node alert for another host (outside_fleet).
+    alertmanager (Alertmanager's own GET /api/v2/alerts, asked just before) holds a firing node alert it does not
+    show active with the same labels (not_firing), and marks each report confirmed or not."""
+    drain, resolved, reports, ignored, held = {}, {}, [], [], []
     for alert in alerts_from(alerts):
         item = classify(alert, node_names)
         if item["kind"] == "drain":
-            if item["status"] == "firing":
+            hold = _hold(item, fleet, alertmanager)
+            if hold:
+                held.append(hold)
+            elif item["status"] == "firing":
                 item["reason"] = drain_reason(prefix, item["labels"], item["starts_at"])
                 drain.setdefault(item["node"], item)
             else:
                 resolved[item["node"]] = item
         elif item["kind"] == "report":
+            if alertmanager is not None:
+                item["confirmed"] = item["status"] == "firing" and active_in(alertmanager, item["labels"])
             reports.append(item)
         else:
             ignored.append(item)
@@ -152,7 +164,45 @@ def plan(alerts, node_names=None, prefix="gpufabric:", reconcile_nodes=None, loo
         for item in reconcile_items(reconcile_nodes, loop_nodes, prefix, node_names):
             resolved.setdefault(item["node"], item)
     returning = [item for node, item in resolved.items() if node not in drain]
-    return {"drain": list(drain.values()), "return": returning, "reports": reports, "ignored": ignored}
+    return {"drain": list(drain.values()), "return": returning, "reports": reports, "ignored": ignored,
+            "held": held}
+
+
+def _hold(item, fleet, alertmanager):
+    """The hold of a node alert the loop must not act on, or None."""
+    if fleet is not None and item["host"] not in fleet:
+        return dict(item, hold="outside_fleet",
+                    message="%s: the host %r is not in the inventory's fleet (remediation_peer_group): not acted on"
+                    % (item["alertname"], item["host"]))
+    if item["status"] == "firing" and alertmanager is not None and not active_in(alertmanager, item["labels"]):
+        return dict(item, hold="not_firing",
+                    message="%s for %r: Alertmanager shows no active alert with these labels: not drained"
+                    % (item["alertname"], item["host"]))
+    return None
+
+
+def active_in(alertmanager, labels):
+    """Whether Alertmanager's answer (its alerts, GET /api/v2/alerts) holds an active alert with exactly these
+    labels: the identity of an alert is its label set, and a drain acts only on what Alertmanager itself shows."""
+    for alert in alertmanager or []:
+        state = (alert.get("status") or {}).get("state", "active") if isinstance(alert, dict) else None
+        theirs = alert.get("labels") if isinstance(alert, dict) else None
+        if state == "active" and isinstance(theirs, dict) \
+                and {str(key): str(value) for key, value in theirs.items()} == labels:
+            return True
+    return False
+
+
+def firing_by_host(alertmanager):
+    """Per host, the names of the node alerts Alertmanager shows firing for it (active, silenced or inhibited):
+    a node with one stays drained, a host with one is no peer."""
+    firing = {}
+    for alert in alertmanager or []:
+        labels = alert.get("labels") or {}
+        state = (alert.get("status") or {}).get("state", "active")
+        if state in ("active", "suppressed") and labels.get("gpufabric_scope") == "node" and labels.get("host"):
+            firing.setdefault(str(labels["host"]), []).append(str(labels.get("alertname")))
+    return firing
 
 
 def reconcile_items(nodes, ledger_nodes, prefix, node_names=None):
@@ -162,7 +212,7 @@ def reconcile_items(nodes, ledger_nodes, prefix, node_names=None):
     hosts = {name: host for host, name in (node_names or {}).items()}
     items = []
     for node in nodes:
-        if drain_owner(node, prefix) != "ours":
+        if drain_owner(node, prefix, (ledger_nodes or {}).get(node["name"])) != "ours":
             continue
         kept = ((ledger_nodes or {}).get(node["name"]) or {}).get("alert") or {}
         item = {key: kept.get(key) for key in ALERT_KEYS}
@@ -257,6 +307,35 @@ def fabric_map_without_leaves(fabric_map, items):
     return copy
 
 
+def topology_guard(fabric_map, items, nodes, ledger_nodes, prefix, max_drained, node_names=None,
+                   small_partitions=False):
+    """Whether the guard lets a topology without the dead leaves of items (fabric_map_without_leaves) take the
+    hosts behind them out of Slurm's trees: in every partition of those nodes, the loop's drains and the nodes
+    taken out together stay within the drain limit, and a partition of one or two nodes keeps one in service.
+    Returns allowed, the Slurm nodes taken out, and a message."""
+    after = fabric_map_without_leaves(fabric_map, items)
+    before_hosts, after_hosts = (fabric_map or {}).get("hosts") or {}, after.get("hosts") or {}
+    out = sorted({(node_names or {}).get(host, host) for host, entry in after_hosts.items()
+                  for index, rail in enumerate(entry.get("rails") or [])
+                  if rail.get("up") is False and (before_hosts[host]["rails"][index].get("up") is not False)},
+                 key=natural_key)
+    full = []
+    for partition in sorted({part for node in nodes if node["name"] in out for part in node["partitions"]}):
+        members = [node for node in nodes if partition in node["partitions"]]
+        taken = {node["name"] for node in members if node["name"] in out
+                 or drain_owner(node, prefix, (ledger_nodes or {}).get(node["name"])) == "ours"}
+        limit = drain_limit(max_drained, len(members))
+        in_service = [node for node in members if node["name"] not in taken
+                      and not node.get("drained") and not node.get("down")]
+        if len(taken) > limit or (len(members) <= 2 and not small_partitions and not in_service):
+            full.append("partition %s: %d of its %d nodes would be out (%s), the most max_drained %s allows%s"
+                        % (partition, len(taken), len(members), ", ".join(sorted(taken, key=natural_key)),
+                           max_drained, "" if in_service else ", none left in service"))
+    message = ("the topology without the dead leaves takes out %s" % (", ".join(out) or "no node")
+               + ("; held by the guard: " + "; ".join(full) if full else ""))
+    return {"allowed": not full, "nodes": out, "message": message}
+
+
 # The guard
 
 def max_drained_problem(name, value):
@@ -292,9 +371,10 @@ def drain_limit(max_drained, partition_size):
     return int(max_drained)
 
 
-def guard(nodes, node_name, prefix, max_drained):
+def guard(nodes, node_name, prefix, max_drained, ledger_nodes=None, small_partitions=False):
     """The guard for draining node_name: per partition of the node, its size, the nodes this loop holds drained
-    there (node_name excluded) and the limit; allowed when every partition has room for one more."""
+    there (node_name excluded) and the limit; allowed when every partition has room for one more. A partition of
+    one or two nodes keeps one node in service (drained or down by no one) unless small_partitions allows it."""
     target = next((node for node in nodes if node["name"] == node_name), None)
     partitions = (target or {}).get("partitions") or []
     if not partitions:
@@ -304,14 +384,27 @@ def guard(nodes, node_name, prefix, max_drained):
     for partition in partitions:
         members = [node for node in nodes if partition is None or partition in node["partitions"]]
         ours = sorted(node["name"] for node in members
-                      if node["name"] != node_name and drain_owner(node, prefix) == "ours")
+                      if node["name"] != node_name
+                      and drain_owner(node, prefix, (ledger_nodes or {}).get(node["name"])) == "ours")
         limit = drain_limit(max_drained, len(members))
+        in_service = [node for node in members if node["name"] != node_name
+                      and not node.get("drained") and not node.get("down")]
+        last = len(members) <= 2 and not small_partitions and not in_service
         checks.append({"partition": partition or "(all nodes)", "size": len(members), "drained_by_loop": ours,
-                       "limit": limit, "room": len(ours) + 1 <= limit})
+                       "limit": limit, "last_in_service": last, "room": len(ours) + 1 <= limit and not last})
     return {"allowed": all(check["room"] for check in checks), "partitions": checks}
 
 
 # Decisions
+
+def _guard_words(check, max_drained):
+    if check["last_in_service"]:
+        return ("partition %s has %d node(s) and this drain would leave none of them in service (a partition of one "
+                "or two nodes keeps one unless small_partitions allows it)" % (check["partition"], check["size"]))
+    return ("partition %s already has %d of %d nodes drained by this loop (%s), the most max_drained %s allows"
+            % (check["partition"], len(check["drained_by_loop"]), check["size"], ", ".join(check["drained_by_loop"]),
+               max_drained))
+
 
 def window_left(ledger, node_name, now, window):
     """Seconds left before the loop may act on node_name again (0 when it may)."""
@@ -335,7 +428,7 @@ def decide(nodes, request, ledger, now):
     if node is None:
         return dict(result, action="hold", reason="unknown_node",
                     message="Slurm knows no node %s (scontrol show node lists %d nodes)" % (name, len(nodes)))
-    owner = drain_owner(node, request["prefix"])
+    owner = drain_owner(node, request["prefix"], (ledger.get("nodes") or {}).get(name))
     if request["state"] == "drained":
         if owner == "ours":
             return dict(result, message="%s is already drained by this loop: %s" % (name, node["reason"]))
@@ -343,15 +436,13 @@ def decide(nodes, request, ledger, now):
             return dict(result, action="hold", reason="foreign_drain",
                         message="%s is %s with a reason this loop did not write (%r by %s): left alone"
                         % (name, node["state"], node["reason"], node["reason_user"] or "unknown"))
-        checked = guard(nodes, name, request["prefix"], request["max_drained"])
+        checked = guard(nodes, name, request["prefix"], request["max_drained"], ledger.get("nodes"),
+                        request.get("small_partitions", False))
         result["guard"] = checked
         if not checked["allowed"]:
             full = [check for check in checked["partitions"] if not check["room"]]
             return dict(result, action="hold", reason="guard", message="guard: %s" % "; ".join(
-                "partition %s already has %d of %d nodes drained by this loop (%s), the most max_drained %s allows"
-                % (check["partition"], len(check["drained_by_loop"]), check["size"],
-                   ", ".join(check["drained_by_loop"]), request["max_drained"]) for check in full)
-                + "; %s is not drained" % name)
+                _guard_words(check, request["max_drained"]) for check in full) + "; %s is not drained" % name)
         return dict(result, action="drain", reason=request.get("alertname") or "alert",
                     message="drain %s: %s" % (name, request["reason"]))
     # resumed
@@ -414,8 +505,10 @@ def load_ledger(text):
     return data
 
 
-def record(ledger, action, reason, node=None, message="", now=None, detail=None):
-    """Count one action in the ledger (a new ledger is returned, the given one is left as it was)."""
+def record(ledger, action, reason, node=None, message="", now=None, detail=None, slurm=None):
+    """Count one action in the ledger (a new ledger is returned, the given one is left as it was). slurm: the
+    node as Slurm showed it right after a drain (reason, reason_user, reason_time), what makes the drain the
+    loop's (slurm_nodes.drain_owner)."""
     if action not in ACTIONS:
         raise RemediationError("unknown remediation action %r (one of %s)" % (action, ", ".join(ACTIONS)))
     now = time.time() if now is None else now
@@ -431,6 +524,9 @@ def record(ledger, action, reason, node=None, message="", now=None, detail=None)
         if action == "drain" and detail:
             # What the reconcile tick needs to re-verify the node later: host, rail, interface, leaf.
             ledger["nodes"][node]["alert"] = {key: detail.get(key) for key in ALERT_KEYS}
+        if action == "drain" and slurm:
+            ledger["nodes"][node].update(slurm_reason=slurm.get("reason"), slurm_user=slurm.get("reason_user"),
+                                         slurm_time=slurm.get("reason_time"))
     return ledger
 
 
@@ -462,7 +558,9 @@ def metrics(ledger, nodes=None, prefix=None, limits=None):
         partitions = sorted({partition for node in nodes for partition in node["partitions"]})
         for partition in partitions:
             members = [node for node in nodes if partition in node["partitions"]]
-            drained.add({"partition": partition}, sum(1 for node in members if drain_owner(node, prefix) == "ours"))
+            recorded = ledger.get("nodes") or {}
+            drained.add({"partition": partition}, sum(
+                1 for node in members if drain_owner(node, prefix, recorded.get(node["name"])) == "ours"))
             if limits is not None:
                 limit.add({"partition": partition}, drain_limit(limits, len(members)))
     return exposition.render()

@@ -86,15 +86,19 @@ def webhook_problems(settings):
 
 def remediation_problems(settings, groups=None):
     """Every problem with the remediation variables (a dict of name: value), one sentence each. With groups (the
-    inventory's group names), remediation_peer_group must be one of them where nodes are re-verified."""
+    inventory's group names), remediation_peer_group must be one of them."""
     if not isinstance(settings, dict):
         return ["the remediation settings must be a dict of remediation_* variables; got %s" % type(settings).__name__]
     problems = []
     peer_group = settings.get("remediation_peer_group", "gpu_nodes")
-    if groups is not None and settings.get("remediation_verify", True) and peer_group not in groups:
-        # groups[...] | default([]) would find no peer, and every re-verification would fail without saying why.
-        problems.append("remediation_peer_group: %r is not a group of the inventory: a re-verified node would have "
-                        "no peer to measure against" % (peer_group,))
+    if groups is not None and peer_group not in groups:
+        # groups[...] | default([]) would hold every alert back and find no peer, without saying why.
+        problems.append("remediation_peer_group: %r is not a group of the inventory: it is the fleet, the only "
+                        "hosts the loop drains and re-verifies against" % (peer_group,))
+    username, password = (settings.get("remediation_alertmanager_" + key) for key in ("username", "password"))
+    if bool(username) != bool(password):
+        problems.append("remediation_alertmanager_username and remediation_alertmanager_password: Alertmanager's "
+                        "basic auth needs both, or neither")
 
     def add(problem):
         if problem:

@@ -7,8 +7,9 @@ Plain functions, used by the gpufabric.core.slurm_node_state module and the reme
 - ``parse_scontrol_nodes``: the records of ``scontrol show node`` (the multi-line form every release prints, and
   the one-line ``-o`` form), each a dict of Slurm's own keys plus the state split into its base and flags and the
   reason split from the ``[user@time]`` that scontrol appends to it.
-- ``drain_owner``: whose drain a node is in: ``ours`` (drained, reason beginning with this collection's prefix),
-  ``foreign`` (drained or down for anyone else: a person, a health check, Slurm itself), or None (in service).
+- ``drain_owner``: whose drain a node is in: ``ours`` (the loop's ledger records the drain and Slurm still shows its
+  reason, user and time unchanged), ``foreign`` (drained or down for anyone else: a person, a health check, Slurm
+  itself, a reason someone edited), or None (in service).
   Only ``ours`` may ever be resumed; only None may be drained.
 - ``drain_reason``: the reason a drain is given, from one alert: prefix, rail, interface, what broke, since when,
   the alert's name, leaf and leaf port, kept within what Slurm keeps whole (``REASON_MAX_BYTES``).
@@ -175,11 +176,19 @@ def parse_scontrol_nodes(text):
     return [_node(lines) for lines in _records(text)]
 
 
-def drain_owner(node, prefix):
-    """'ours' (drained with a reason that starts with prefix), 'foreign' (drained or down for anyone else) or
-    None (in service: this loop may drain it)."""
+def drain_owner(node, prefix, recorded=None):
+    """'ours', 'foreign' (drained or down for anyone else) or None (in service: this loop may drain it).
+
+    A drain is this loop's only when its ledger says so (recorded: the ledger's entry for the node, its last action
+    a drain) and Slurm still shows the drain it set: the same reason, user and time as Slurm showed right after it.
+    A reason a person extended, a drain set again by another user, or a person's reason that merely starts with
+    the prefix is theirs."""
     reason = node.get("reason") or ""
-    if node.get("drained") and reason.startswith(prefix):
+    recorded = recorded or {}
+    if node.get("drained") and reason.startswith(prefix) and recorded.get("action") == "drain" \
+            and "slurm_reason" in recorded \
+            and (recorded["slurm_reason"], recorded.get("slurm_user"), recorded.get("slurm_time")) \
+            == (reason, node.get("reason_user"), node.get("reason_time")):
         return "ours"
     if node.get("drained") or node.get("down"):
         return "foreign"

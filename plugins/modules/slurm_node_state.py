@@ -16,8 +16,10 @@ description:
     pass the guard.
   - V(drained) drains O(node) with O(reason) when it is in service and the guard has room in every partition of
     the node (at most O(max_drained) of a partition's nodes drained by this loop at once). A node already drained
-    by this loop is left as it is; a node drained or down for any other reason (one that does not start with
-    O(prefix)) is never touched.
+    by this loop is left as it is; a node drained or down for anyone else is never touched.
+  - A drain is this loop's only while the ledger records it and Slurm still shows the reason, user and time it had
+    right after the loop set it. A reason a person extended, a drain set again by another user, or a person's
+    reason that merely starts with O(prefix) belongs to them.
   - V(resumed) returns O(node) to service only when it was drained by this loop, no alert fires for it
     (O(firing)), its re-verification passed (O(verification)) and O(window) seconds have passed since the loop's
     last action on it. A node drained by anyone else is never resumed.
@@ -53,6 +55,12 @@ options:
         in the ledger so that a later reconcile run can re-verify the node on the same rail.
     type: dict
     default: {}
+  small_partitions:
+    description:
+      - Let the guard drain the last node in service of a partition of one or two nodes. Off, such a partition always
+        keeps one node in service, whatever O(max_drained) says.
+    type: bool
+    default: false
   max_drained:
     description: The guard, a number of nodes (C(2)) or a percentage of the partition (C(10%), rounded down, at least 1).
     type: str
@@ -272,6 +280,7 @@ def main():
             "alertname": {"type": "str"},
             "alert": {"type": "dict", "default": {}},
             "max_drained": {"type": "str", "default": "10%"},
+            "small_partitions": {"type": "bool", "default": False},
             "window": {"type": "int", "default": 300},
             "firing": {"type": "list", "elements": "str", "default": []},
             "verification": {"type": "str", "choices": ["passed", "failed", "no_peer", "disabled"], "default": "failed"},
@@ -323,7 +332,8 @@ def decide_and_act(module, params, scontrol, result, ledger, ledger_path=None):
     if params["state"] != "query":
         request = {"node": params["node"], "state": params["state"], "prefix": params["prefix"],
                    "reason": params["reason"], "alertname": params["alertname"],
-                   "max_drained": params["max_drained"], "window": params["window"], "firing": params["firing"],
+                   "max_drained": params["max_drained"], "small_partitions": params["small_partitions"],
+                   "window": params["window"], "firing": params["firing"],
                    "verification": params["verification"], "verify_message": params["verify_message"]}
         decision = rm.decide(nodes, request, ledger, now)
         result.update({key: decision[key] for key in ("reason", "message", "wait_s", "before")})
@@ -341,15 +351,16 @@ def decide_and_act(module, params, scontrol, result, ledger, ledger_path=None):
             nodes = act(module, params, scontrol, decision, nodes, result)
         if decision["action"] != "none":
             entries.append((decision["action"], decision["reason"], params["node"], decision["message"],
-                            params["alert"]))
-    entries.extend((item["action"], item["reason"], item["node"], item["note"], None) for item in params["record"])
+                            params["alert"], result.get("after")))
+    entries.extend((item["action"], item["reason"], item["node"], item["note"], None, None)
+                   for item in params["record"])
     result["recorded"] = [{"action": entry[0], "reason": entry[1], "node": entry[2]} for entry in entries]
     result["loop_nodes"] = ledger.get("nodes") or {}
     if module.check_mode:
         module.exit_json(**result)
     new_ledger = ledger
-    for action, reason, node, message, alert in entries:
-        new_ledger = rm.record(new_ledger, action, reason, node, message, now, detail=alert)
+    for action, reason, node, message, alert, slurm in entries:
+        new_ledger = rm.record(new_ledger, action, reason, node, message, now, detail=alert, slurm=slurm)
         module.log("gpufabric remediation: %s %s %s: %s" % (action, reason, node or "-", message))
     result["loop_nodes"] = new_ledger.get("nodes") or {}
     try:
@@ -378,8 +389,12 @@ def act(module, params, scontrol, decision, nodes, result):
     nodes = read_nodes(module, scontrol)
     node = next((item for item in nodes if item["name"] == params["node"]), None)
     result["after"] = rm.node_state(node)
-    drained_by_loop = node is not None and sn.drain_owner(node, params["prefix"]) == "ours"
-    if drained_by_loop != (decision["action"] == "drain"):
+    # A drain must show the reason asked for, whole (the ledger records it as the drain's owner); a resume, no drain.
+    if decision["action"] == "drain":
+        shown = node is not None and node["drained"] and node["reason"] == params["reason"]
+    else:
+        shown = node is not None and not node["drained"]
+    if not shown:
         module.fail_json(msg="Slurm does not show %s %s after scontrol update: %s" % (
             params["node"], "drained by this loop" if decision["action"] == "drain" else "in service",
             state_text(result["after"]).strip()), **result)

@@ -1,8 +1,9 @@
 """The remediation rulebooks without a lab: schema and conditions as ansible-rulebook reads them, and the real
 ansible-rulebook (the Drools engine on the machine's Java) receiving an Alertmanager webhook and running
-gpufabric.core.remediate once per alert it must act on. Here the playbook stops after reading its alert, on the
-Slurm query (localhost has no scontrol): what it read is the test. The lab end to end is molecule/health
-(tests/test_remediation.py)."""
+gpufabric.core.remediate once per alert it must act on. In the first such test the playbook stops after reading its
+alert, on the Slurm query (localhost has no scontrol): what it read is the test. In the second, scontrol stands in
+at its process boundary and Debian's Alertmanager answers: alerts whose labels are Jinja reach the playbook as
+ansible_eda.event and stay data. The lab end to end is molecule/health (tests/test_remediation.py)."""
 
 import json
 import os
@@ -10,8 +11,10 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 import yaml
@@ -19,7 +22,11 @@ import yaml
 from integration_helpers import LOG_DIR, ROOT, tail
 
 sys.path.insert(0, str(ROOT / "tests"))
-from health_lab import free_port  # noqa: E402  pylint: disable=wrong-import-position
+sys.path.insert(0, str(ROOT / "tests" / "unit"))
+import fake_scontrol  # noqa: E402  pylint: disable=wrong-import-position
+from fixture_data import read_fixture  # noqa: E402  pylint: disable=wrong-import-position
+from health_lab import ALERTMANAGER, alertmanager_process, free_port  # noqa: E402  pylint: disable=wrong-import-position
+from test_remediation_refusals import hostile, post_to_alertmanager, textfile_dir  # noqa: E402  pylint: disable=wrong-import-position
 
 RULEBOOKS = ROOT / "extensions" / "eda" / "rulebooks"
 
@@ -74,8 +81,8 @@ def test_ansible_rulebook_runs_the_playbook_once_per_alert_to_act_on_and_once_fo
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {
         "vars": {"remediation_alertmanager_url": "http://127.0.0.1:9",
                  "remediation_report_dir": str(tmp_path / "reports")},
-        # gpu_nodes: the default remediation_peer_group, which the preflight wants to be a group of the inventory.
-        "children": {"gpu_nodes": {}, "slurm_controller": {"hosts": {"localhost": {
+        # gpu_nodes: the default remediation_peer_group, the fleet: the loop acts on alerts for its hosts only.
+        "children": {"gpu_nodes": {"hosts": {"node1": {}, "node2": {}}}, "slurm_controller": {"hosts": {"localhost": {
             "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}}}))
     # The tick's first run comes at the start; the next not within the test.
     (tmp_path / "vars.yml").write_text(yaml.safe_dump({"remediation_webhook_host": "127.0.0.1",
@@ -124,3 +131,76 @@ def test_ansible_rulebook_runs_the_playbook_once_per_alert_to_act_on_and_once_fo
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(30)
+
+
+def post_when_listening(port, payload, proc, log, deadline):
+    """POST the payload to the rulebook's webhook once it listens (the JVM and the rule engine take seconds)."""
+    while True:
+        try:
+            request = urllib.request.Request("http://127.0.0.1:%d/alertmanager" % port,
+                                             data=json.dumps(payload).encode(), method="POST",
+                                             headers={"Content-Type": "application/json"})
+            urllib.request.urlopen(request, timeout=5).read()
+            return
+        except OSError:
+            assert proc.poll() is None and time.monotonic() < deadline, tail(log.read_text())
+            time.sleep(0.5)
+
+
+@pytest.mark.skipif(ALERTMANAGER is None, reason="prometheus-alertmanager is not installed (scripts/setup.sh)")
+def test_jinja_labels_through_the_webhook_stay_data_and_only_alertmanagers_alert_drains(tmp_path):
+    marker = tmp_path / "MARKER"
+    words = hostile(marker)
+    fields = {"rail": words[0], "netdev": words[1], "device": words[2], "leaf": words[3], "leaf_port": words[0],
+              "seen_leaf": words[3], "instance": words[1]}
+    notes = {"summary": words[0], "description": words[2]}
+    contract = {"alertname": "GpufabricPortDown", "gpufabric_scope": "node", "gpufabric_remediation": "drain"}
+    real, forged, outside = (alert("firing", "node", "drain", **dict(contract, host=host, **fields))
+                             for host in ("node1", "node2", words[0]))
+    for item in (real, forged, outside):
+        item["annotations"] = notes
+    slurm = fake_scontrol.install(tmp_path / "bin", read_fixture("slurm/lab-22.05-three-nodes-idle.txt"))
+    if not os.access("/run", os.W_OK):
+        pytest.skip("the loop's state directory must be under /run (or /var/lib ...): /run is not writable here")
+    state_dir = tempfile.mkdtemp(prefix="gpufabric-test-rulebook-", dir="/run")
+    port = free_port()
+    log = LOG_DIR / "rulebook-hostile.log"
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_NOCOLOR="1",
+               ANSIBLE_CACHE_PLUGIN="ansible.builtin.memory", PATH="%s:%s" % (slurm, os.environ["PATH"]))
+    with alertmanager_process(tmp_path, "route: {receiver: 'null'}\nreceivers: [{name: 'null'}]\n") as base:
+        post_to_alertmanager(base, [real])
+        (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {
+            "vars": {"remediation_alertmanager_url": base, "remediation_state_dir": state_dir,
+                     "remediation_textfile_dir": textfile_dir(state_dir), "remediation_report_dir": str(tmp_path / "reports")},
+            "children": {"gpu_nodes": {"hosts": {"node1": {}, "node2": {}, "node3": {}}},
+                         "slurm_controller": {"hosts": {"localhost": {
+                             "ansible_connection": "local",
+                             "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}}}))
+        (tmp_path / "vars.yml").write_text(yaml.safe_dump({"remediation_webhook_host": "127.0.0.1",
+                                                           "remediation_webhook_port": port,
+                                                           "remediation_reconcile_interval": 3600}))
+        with open(log, "w") as out:
+            proc = subprocess.Popen(["ansible-rulebook", "-r", "gpufabric.core.remediation", "-i",
+                                     str(tmp_path / "hosts.yml"), "--vars", str(tmp_path / "vars.yml")],
+                                    cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        try:
+            deadline = time.monotonic() + 300
+            post_when_listening(port, {"version": "4", "status": "firing", "receiver": "gpufabric-remediation",
+                                       "alerts": [real, forged, outside]}, proc, log, deadline)
+            # Three runs for the alerts and the tick's, each to its end.
+            while log.read_text().count("PLAY RECAP") < 4:
+                assert time.monotonic() < deadline, tail(log.read_text(), 120)
+                time.sleep(1)
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(30)
+    text = " ".join(log.read_text().split())
+    assert not marker.exists(), tail(log.read_text(), 120)
+    ledger = json.loads((Path(state_dir) / "ledger.json").read_text())
+    shutil.rmtree(state_dir, ignore_errors=True)
+    assert ledger["counters"] == {"drain|GpufabricPortDown": 1, "hold|not_firing": 1, "hold|outside_fleet": 1}, text
+    assert [call[:3] for call in fake_scontrol.calls(slurm) if call[0] == "update"] == [
+        ["update", "NodeName=node1", "State=DRAIN"]]
+    assert "GpufabricPortDown for 'node2': Alertmanager shows no active alert with these labels: not drained" in text

@@ -41,9 +41,20 @@ def with_state(nodes, name, state, reason=None):
         if node["name"] == name:
             base, flags, not_responding = sn.split_state(state)
             node = dict(node, state=state, base_state=base, flags=flags, drained="DRAIN" in flags,
-                        down=base in sn.DOWN_STATES, reason=reason, reason_user="root" if reason else None)
+                        down=base in sn.DOWN_STATES, reason=reason, reason_user="root" if reason else None,
+                        reason_time="2026-12-04T10:00:01" if reason else None)
         out.append(node)
     return out
+
+
+def loop_drain(nodes, name, reason=PREFIX + " rail1 eth2 down", state="IDLE+DRAIN", ledger=None, now=1.0,
+               detail=None):
+    """The nodes with `name` drained by the loop, and the ledger that records the drain as Slurm showed it."""
+    nodes = with_state(nodes, name, state, reason)
+    shown = rm.node_state(next(node for node in nodes if node["name"] == name))
+    ledger = rm.record(ledger or rm.empty_ledger(), "drain", "GpufabricPortDown", name, now=now, detail=detail,
+                       slurm=shown)
+    return nodes, ledger
 
 
 # Alerts into a plan
@@ -77,6 +88,53 @@ def test_the_plan_drains_firing_node_alerts_returns_resolved_ones_and_reports_th
     assert [item["ignored"] for item in plan["ignored"]] == [
         "gpufabric_remediation none on a node alert asks for no action",
         "not an alert of the contract (gpufabric_scope None, gpufabric_remediation None)"]
+
+
+def in_alertmanager(*alerts, state="active"):
+    """Alertmanager's answer to GET /api/v2/alerts for these webhook alerts (the same labels, its own status)."""
+    return [{"labels": dict(item["labels"]), "annotations": item["annotations"], "startsAt": item["startsAt"],
+             "fingerprint": item["fingerprint"], "status": {"state": state, "silencedBy": [], "inhibitedBy": []}}
+            for item in alerts]
+
+
+def test_only_the_fleets_hosts_are_acted_on_the_others_are_held_and_say_why():
+    plan = rm.plan([alert("node1"), alert("login01"), alert("login01", status="resolved"), alert("node2")],
+                   fleet=["node1", "node2", "node3"])
+    assert [item["host"] for item in plan["drain"]] == ["node1", "node2"]
+    assert [(item["host"], item["hold"]) for item in plan["held"]] == [("login01", "outside_fleet")] * 2
+    assert plan["held"][0]["message"] == (
+        "GpufabricPortDown: the host 'login01' is not in the inventory's fleet (remediation_peer_group): not acted on")
+
+
+def test_a_drain_needs_alertmanager_to_show_the_same_alert_active():
+    real, forged = alert("node1"), alert("node2")
+    silenced = alert("node3")
+    other_labels = alert("node1", rail="rail0")  # node1 fires, but not this alert
+    plan = rm.plan([real, forged, silenced, other_labels],
+                   alertmanager=in_alertmanager(real) + in_alertmanager(silenced, state="suppressed"))
+    assert [item["host"] for item in plan["drain"]] == ["node1"]
+    assert plan["drain"][0]["labels"]["rail"] == "rail1"
+    assert [(item["host"], item["hold"]) for item in plan["held"]] == [
+        ("node2", "not_firing"), ("node3", "not_firing"), ("node1", "not_firing")]
+    assert "Alertmanager shows no active alert with these labels: not drained" in plan["held"][0]["message"]
+    # A resolved alert asks for no confirmation (a return asks Alertmanager itself, before the resume).
+    assert [item["host"] for item in rm.plan([alert("node2", status="resolved")], alertmanager=[])["return"]] == [
+        "node2"]
+
+
+def test_a_leaf_report_is_confirmed_only_by_alertmanager():
+    leaf = alert(None, scope="leaf", remediation="report", alertname="GpufabricLeafDown", netdev=None)
+    assert rm.plan([leaf], alertmanager=in_alertmanager(leaf))["reports"][0]["confirmed"] is True
+    assert rm.plan([leaf], alertmanager=[])["reports"][0]["confirmed"] is False
+    assert "confirmed" not in rm.plan([leaf])["reports"][0]
+
+
+def test_alertmanagers_node_alerts_by_host():
+    answer = in_alertmanager(alert("node1"), alert("node1", alertname="GpufabricPortFlapping")) \
+        + in_alertmanager(alert("node2"), state="suppressed") + in_alertmanager(alert("node3"), state="unprocessed") \
+        + in_alertmanager(alert(None, scope="leaf", remediation="report", alertname="GpufabricLeafDown"))
+    assert rm.firing_by_host(answer) == {"node1": ["GpufabricPortDown", "GpufabricPortFlapping"],
+                                         "node2": ["GpufabricPortDown"]}
 
 
 def test_a_node_alert_without_a_host_is_ignored_and_says_why():
@@ -129,12 +187,32 @@ def test_the_guard_counts_only_this_loops_drains_per_partition_of_the_node():
     assert [(c["partition"], c["size"], c["limit"], c["drained_by_loop"]) for c in checked["partitions"]] == [
         ("short", 4, 1, []), ("killable", 3, 1, [])]
     # The loop drains dumfries-002 (short, medium, killable): cortex-01 shares short and killable, each full now.
-    nodes = with_state(nodes, "dumfries-002", "ALLOCATED+DRAIN", PREFIX + " rail0 eth1 down")
-    checked = rm.guard(nodes, "cortex-01", PREFIX, "25%")
+    nodes, ledger = loop_drain(nodes, "dumfries-002", PREFIX + " rail0 eth1 down", "ALLOCATED+DRAIN")
+    checked = rm.guard(nodes, "cortex-01", PREFIX, "25%", ledger["nodes"])
     assert not checked["allowed"]
     assert [c["room"] for c in checked["partitions"]] == [False, False]
-    # cricket shares only short with it; with a guard of 2 there is room everywhere.
-    assert rm.guard(nodes, "cricket", PREFIX, 2)["allowed"]
+    # A drain whose reason merely starts with the prefix, without the ledger's record, is a person's: not counted.
+    assert rm.guard(nodes, "cortex-01", PREFIX, "25%")["allowed"]
+    # cricket shares only short with it; with a guard of 2 there is room everywhere it shares with others.
+    assert rm.guard(nodes, "cricket", PREFIX, 2, ledger["nodes"], small_partitions=True)["allowed"]
+
+
+def test_the_guard_never_drains_the_last_node_in_service_of_a_partition_of_one_or_two():
+    # cricket is the only node of debug, other, allowed and deny; long has cricket and oxygen-04 (a person's drain).
+    nodes = huji_nodes()
+    checked = rm.guard(nodes, "cricket", PREFIX, "100%")
+    assert not checked["allowed"]
+    assert {c["partition"] for c in checked["partitions"] if c["last_in_service"]} == {
+        "long", "debug", "other", "allowed", "deny"}
+    decision = rm.decide(nodes, request("cricket", max_drained="100%", small_partitions=False), rm.empty_ledger(), 0)
+    assert (decision["action"], decision["reason"]) == ("hold", "guard")
+    assert ("partition long has 2 node(s) and this drain would leave none of them in service" in decision["message"])
+    assert rm.guard(nodes, "cricket", PREFIX, "100%", small_partitions=True)["allowed"]
+    # A partition of two with both in service: one may go, never the second.
+    nodes = [dict(node, partitions=["pair"]) for node in huji_nodes() if node["name"] in ("cortex-01", "dumfries-002")]
+    assert rm.guard(nodes, "cortex-01", PREFIX, 2)["allowed"]
+    nodes, ledger = loop_drain(nodes, "cortex-01")
+    assert not rm.guard(nodes, "dumfries-002", PREFIX, 2, ledger["nodes"])["allowed"]
 
 
 # Decisions
@@ -142,12 +220,13 @@ def test_the_guard_counts_only_this_loops_drains_per_partition_of_the_node():
 def request(node, state="drained", **extra):
     base = {"node": node, "state": state, "prefix": PREFIX, "reason": PREFIX + " rail1 eth2 down",
             "alertname": "GpufabricPortDown", "max_drained": "50%", "window": 300, "firing": [],
-            "verification": "passed"}
+            "verification": "passed", "small_partitions": True}
     base.update(extra)
     return base
 
 
 def test_drain_a_node_in_service():
+    # cricket is alone in some partitions: small_partitions (request) lets the guard drain it.
     decision = rm.decide(huji_nodes(), request("cricket"), rm.empty_ledger(), 1000.0)
     assert (decision["action"], decision["reason"]) == ("drain", "GpufabricPortDown")
     assert decision["before"] == {"state": "IDLE", "reason": None, "reason_user": None, "reason_time": None}
@@ -169,14 +248,32 @@ def test_a_node_down_for_any_reason_is_someone_elses():
 
 
 def test_a_drain_already_ours_is_left_as_it_is():
-    nodes = with_state(huji_nodes(), "cricket", "IDLE+DRAIN", PREFIX + " rail0 eth1 down")
-    decision = rm.decide(nodes, request("cricket"), rm.empty_ledger(), 0)
+    nodes, ledger = loop_drain(huji_nodes(), "cricket", PREFIX + " rail0 eth1 down")
+    decision = rm.decide(nodes, request("cricket"), ledger, 0)
     assert decision["action"] == "none" and "already drained by this loop" in decision["message"]
 
 
+@pytest.mark.parametrize("reason, user", [
+    (PREFIX + " rail0 eth1 down -- DO NOT RESUME, RMA 4711", "root"),  # a person extended the loop's reason
+    (PREFIX + " rail0 eth1 down", "alice"),                            # another user drained it again
+])
+def test_a_loop_drain_someone_changed_is_theirs_and_never_resumed(reason, user):
+    nodes, ledger = loop_drain(huji_nodes(), "cricket", PREFIX + " rail0 eth1 down")
+    nodes = [dict(node, reason=reason, reason_user=user) if node["name"] == "cricket" else node for node in nodes]
+    decision = rm.decide(nodes, request("cricket", "resumed"), ledger, 10000.0)
+    assert (decision["action"], decision["reason"]) == ("hold", "foreign_drain")
+    assert "never resumed" in decision["message"]
+
+
+def test_a_persons_drain_that_starts_with_the_prefix_is_not_the_loops():
+    nodes = with_state(huji_nodes(), "cricket", "IDLE+DRAIN", PREFIX + " by hand, see ticket 12")
+    assert rm.decide(nodes, request("cricket", "resumed"), rm.empty_ledger(), 0)["reason"] == "foreign_drain"
+    assert rm.decide(nodes, request("cricket"), rm.empty_ledger(), 0)["reason"] == "foreign_drain"
+
+
 def test_the_guard_holds_a_drain_and_says_which_partition_is_full():
-    nodes = with_state(huji_nodes(), "cortex-01", "ALLOCATED+DRAIN", PREFIX + " rail0 eth1 down")
-    decision = rm.decide(nodes, request("cricket", max_drained="25%"), rm.empty_ledger(), 0)
+    nodes, ledger = loop_drain(huji_nodes(), "cortex-01", PREFIX + " rail0 eth1 down", "ALLOCATED+DRAIN")
+    decision = rm.decide(nodes, request("cricket", max_drained="25%"), ledger, 0)
     assert (decision["action"], decision["reason"]) == ("hold", "guard")
     assert decision["message"] == (
         "guard: partition short already has 1 of 4 nodes drained by this loop (cortex-01), the most max_drained "
@@ -194,14 +291,13 @@ def test_an_unknown_node_is_held():
     ({"verification": "no_peer"}, "no_peer"),
 ])
 def test_a_resume_waits_for_silence_and_a_passed_reverification(extra, reason):
-    nodes = with_state(huji_nodes(), "cricket", "IDLE+DRAIN", PREFIX + " rail1 eth2 down")
-    decision = rm.decide(nodes, request("cricket", "resumed", **extra), rm.empty_ledger(), 0)
+    nodes, ledger = loop_drain(huji_nodes(), "cricket", now=-1000.0)
+    decision = rm.decide(nodes, request("cricket", "resumed", **extra), ledger, 0)
     assert (decision["action"], decision["reason"]) == ("hold", reason)
 
 
 def test_the_window_holds_a_resume_but_never_a_drain():
-    ledger = rm.record(rm.empty_ledger(), "drain", "GpufabricPortDown", "cricket", now=1000.0)
-    nodes = with_state(huji_nodes(), "cricket", "IDLE+DRAIN", PREFIX + " rail1 eth2 down")
+    nodes, ledger = loop_drain(huji_nodes(), "cricket", now=1000.0)
     held = rm.decide(nodes, request("cricket", "resumed"), ledger, 1100.0)
     assert (held["action"], held["reason"], held["wait_s"]) == ("hold", "window", 200)
     assert rm.decide(nodes, request("cricket", "resumed"), ledger, 1300.0)["action"] == "resume"
@@ -211,8 +307,8 @@ def test_the_window_holds_a_resume_but_never_a_drain():
 
 
 def test_resume_without_reverification_is_counted_apart():
-    nodes = with_state(huji_nodes(), "cricket", "IDLE+DRAIN", PREFIX + " rail1 eth2 down")
-    decision = rm.decide(nodes, request("cricket", "resumed", verification="disabled"), rm.empty_ledger(), 0)
+    nodes, ledger = loop_drain(huji_nodes(), "cricket", now=-1000.0)
+    decision = rm.decide(nodes, request("cricket", "resumed", verification="disabled"), ledger, 0)
     assert (decision["action"], decision["reason"]) == ("resume", "unverified")
 
 
@@ -277,11 +373,10 @@ def test_a_firing_leaf_alert_takes_that_leafs_rail_down_in_the_map_copy_only():
 
 def test_every_action_is_counted_and_exported_with_zeros_for_what_has_not_happened():
     ledger = rm.empty_ledger()
-    ledger = rm.record(ledger, "drain", "GpufabricPortDown", "node1", "drain node1", now=10.0)
+    nodes, ledger = loop_drain(huji_nodes(), "cricket", now=10.0)
     ledger = rm.record(ledger, "hold", "guard", "node2", "guard full", now=11.0)
     ledger = rm.record(ledger, "page", "guard", "node2", now=11.5)
     ledger = rm.load_ledger(rm.dump_ledger(ledger))
-    nodes = with_state(huji_nodes(), "cricket", "IDLE+DRAIN", PREFIX + " rail1 eth2 down")
     text = rm.metrics(ledger, nodes, PREFIX, "50%")
     lines = text.splitlines()
     assert "# TYPE gpufabric_remediation_actions_total counter" in lines
@@ -292,7 +387,9 @@ def test_every_action_is_counted_and_exported_with_zeros_for_what_has_not_happen
     assert 'gpufabric_remediation_drained_nodes{partition="short"} 1' in lines
     assert 'gpufabric_remediation_drained_nodes{partition="killable"} 0' in lines
     assert 'gpufabric_remediation_drain_limit{partition="short"} 2' in lines
-    assert ledger["nodes"] == {"node1": {"action": "drain", "at": 10.0, "reason": "GpufabricPortDown"}}
+    assert ledger["nodes"] == {"cricket": {
+        "action": "drain", "at": 10.0, "reason": "GpufabricPortDown", "slurm_reason": PREFIX + " rail1 eth2 down",
+        "slurm_user": "root", "slurm_time": "2026-12-04T10:00:01"}}
     assert [entry["action"] for entry in ledger["recent"]] == ["drain", "hold", "page"]
 
 
@@ -388,20 +485,41 @@ def test_the_topology_without_a_dead_leaf_leaves_its_hosts_out_and_names_the_ale
     assert "SwitchName=LEAF01 Nodes=gpu-[01-04]" in build_slurm_topology(fabric)["topology_conf"]
 
 
+def test_a_topology_without_a_dead_leaf_goes_through_the_guard():
+    lab = sn.parse_scontrol_nodes(read_fixture("slurm/lab-22.05-three-nodes-idle.txt"))  # node1-3, partition lab
+    leaf_b = rm.classify(alert(None, scope="leaf", remediation="report", alertname="GpufabricLeafDown",
+                               leaf="leaf-b", netdev=None, leaf_port=None))
+    held = rm.topology_guard(fabric_map(), [leaf_b], lab, {}, PREFIX, "10%")
+    # node3's rail 1 was down already; node10 is behind leaf-b but no Slurm node of the lab.
+    assert (held["allowed"], held["nodes"]) == (False, ["node1", "node2", "node10"])
+    assert held["message"] == (
+        "the topology without the dead leaves takes out node1, node2, node10; held by the guard: partition lab: 2 "
+        "of its 3 nodes would be out (node1, node2), the most max_drained 10% allows")
+    assert rm.topology_guard(fabric_map(), [leaf_b], lab, {}, PREFIX, "2")["allowed"]
+    # The loop's own drains count: with node3 drained by it, 3 of lab would be out.
+    nodes, ledger = loop_drain(lab, "node3")
+    held = rm.topology_guard(fabric_map(), [leaf_b], nodes, ledger["nodes"], PREFIX, "2")
+    assert not held["allowed"] and held["message"].endswith(
+        "partition lab: 3 of its 3 nodes would be out (node1, node2, node3), the most max_drained 2 allows, none left "
+        "in service")
+    leaf_d = dict(leaf_b, leaf="leaf-d")
+    assert rm.topology_guard(fabric_map(), [leaf_d], lab, {}, PREFIX, "10%") == {
+        "allowed": True, "nodes": ["node4"], "message": "the topology without the dead leaves takes out node4"}
+
+
 # Reconcile
 
 def test_a_reconcile_run_returns_every_node_the_loop_holds_drained_on_the_rail_of_its_alert():
-    nodes = with_state(with_state(huji_nodes(), "cricket", "IDLE+DRAIN", PREFIX + " rail1 eth2 down"),
-                       "cortex-01", "ALLOCATED+DRAIN", PREFIX + " rail0 eth1 down")
     drain = rm.classify(alert("cricket-host"), node_names={"cricket-host": "cricket"})
-    ledger = rm.record(rm.empty_ledger(), "drain", "GpufabricPortDown", "cricket", now=1.0, detail=drain)
+    nodes, ledger = loop_drain(huji_nodes(), "cricket", detail=drain)
+    nodes, ledger = loop_drain(nodes, "cortex-01", PREFIX + " rail0 eth1 down", "ALLOCATED+DRAIN", ledger)
     plan = rm.plan([], node_names={"cricket-host": "cricket"}, reconcile_nodes=nodes, loop_nodes=ledger["nodes"])
     returning = {item["node"]: item for item in plan["return"]}
     # oxygen-04 is a person's drain: not the loop's to return.
     assert sorted(returning) == ["cortex-01", "cricket"]
     assert {key: returning["cricket"][key] for key in ("host", "rail_index", "netdev", "leaf", "status")} == {
         "host": "cricket-host", "rail_index": 1, "netdev": "eth2", "leaf": "leaf-b", "status": "resolved"}
-    # No alert kept (drained before the ledger knew): the node's own name, any rail.
+    # No alert kept with its drain: the node's own name, any rail.
     assert (returning["cortex-01"]["host"], returning["cortex-01"]["rail_index"]) == ("cortex-01", None)
     # A node whose alert fires in the same batch is drained, not returned.
     plan = rm.plan([alert("cricket-host")], node_names={"cricket-host": "cricket"}, reconcile_nodes=nodes,

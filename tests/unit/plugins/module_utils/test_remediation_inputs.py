@@ -70,11 +70,22 @@ def test_bad_input_is_refused_naming_the_variable(name, value, words):
     assert problems[0].startswith(name) and words in problems[0], problems
 
 
-def test_the_peer_group_must_be_a_group_of_the_inventory_where_nodes_are_re_verified():
+def test_the_peer_group_the_fleet_must_be_a_group_of_the_inventory():
     settings = {"remediation_alertmanager_url": "http://127.0.0.1:9093", "remediation_peer_group": "gpu_node"}
-    assert remediation_problems(settings, groups=["all", "gpu_nodes"]) == [
-        "remediation_peer_group: 'gpu_node' is not a group of the inventory: a re-verified node would have no peer to "
-        "measure against"]
+    wanted = ["remediation_peer_group: 'gpu_node' is not a group of the inventory: it is the fleet, the only hosts the "
+              "loop drains and re-verifies against"]
+    assert remediation_problems(settings, groups=["all", "gpu_nodes"]) == wanted
     assert remediation_problems(dict(settings, remediation_peer_group="gpu_nodes"), groups=["all", "gpu_nodes"]) == []
-    assert remediation_problems(dict(settings, remediation_verify=False), groups=["all", "gpu_nodes"]) == []
+    # Without re-verification it is still the fleet: the only hosts ever drained.
+    assert remediation_problems(dict(settings, remediation_verify=False), groups=["all", "gpu_nodes"]) == wanted
     assert remediation_problems(settings) == []  # no inventory given: not checked
+
+
+def test_alertmanagers_basic_auth_needs_both_and_never_shows_the_password():
+    settings = {"remediation_alertmanager_url": "https://am.example.org:9093"}
+    for half in ({"remediation_alertmanager_username": "loop"}, {"remediation_alertmanager_password": "s3cret"}):
+        [problem] = remediation_problems(dict(settings, **half))
+        assert problem.startswith("remediation_alertmanager_username and remediation_alertmanager_password")
+        assert "s3cret" not in problem
+    assert remediation_problems(dict(settings, remediation_alertmanager_username="loop",
+                                     remediation_alertmanager_password="s3cret")) == []

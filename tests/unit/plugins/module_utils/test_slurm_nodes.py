@@ -55,16 +55,35 @@ def test_the_reason_loses_only_the_user_and_time_scontrol_appends(text, reason, 
     assert sn.split_reason(text) == (reason, user, when)
 
 
+def recorded(node):
+    """The ledger's entry for a drain the loop set and Slurm showed as node shows it."""
+    return {"action": "drain", "slurm_reason": node["reason"], "slurm_user": node.get("reason_user"),
+            "slurm_time": node.get("reason_time")}
+
+
 def test_whose_drain():
-    def node(state, reason=None):
+    def node(state, reason=None, user="root", time="2026-12-04T10:00:01"):
         base, flags = sn.split_state(state)[:2]
-        return {"drained": "DRAIN" in flags, "down": base in sn.DOWN_STATES, "reason": reason}
-    assert sn.drain_owner(node("IDLE+DRAIN", "gpufabric: rail1 eth2 down"), PREFIX) == "ours"
-    assert sn.drain_owner(node("MIXED+DRAIN", "gpufabric: rail1 eth2 down"), PREFIX) == "ours"
+        return {"drained": "DRAIN" in flags, "down": base in sn.DOWN_STATES, "reason": reason,
+                "reason_user": user if reason else None, "reason_time": time if reason else None}
+    ours = node("IDLE+DRAIN", "gpufabric: rail1 eth2 down")
+    assert sn.drain_owner(ours, PREFIX, recorded(ours)) == "ours"
+    assert sn.drain_owner(node("MIXED+DRAIN", "gpufabric: rail1 eth2 down"), PREFIX, recorded(ours)) == "ours"
+    # The prefix alone makes nobody's drain the loop's: no ledger entry, or its last action a resume.
+    assert sn.drain_owner(ours, PREFIX) == "foreign"
+    assert sn.drain_owner(ours, PREFIX, dict(recorded(ours), action="resume")) == "foreign"
+    # A person extended the reason, drained it again as another user, or again later: theirs.
+    extended = node("IDLE+DRAIN", "gpufabric: rail1 eth2 down -- DO NOT RESUME, RMA 4711")
+    assert sn.drain_owner(extended, PREFIX, recorded(ours)) == "foreign"
+    assert sn.drain_owner(node("IDLE+DRAIN", "gpufabric: rail1 eth2 down", user="alice"), PREFIX,
+                          recorded(ours)) == "foreign"
+    assert sn.drain_owner(node("IDLE+DRAIN", "gpufabric: rail1 eth2 down", time="2026-12-05T08:00:00"), PREFIX,
+                          recorded(ours)) == "foreign"
     assert sn.drain_owner(node("IDLE+DRAIN", "maintenance: gpufabric: later"), PREFIX) == "foreign"
     assert sn.drain_owner(node("IDLE+DRAIN", "gpufabricX: not ours"), PREFIX) == "foreign"
     assert sn.drain_owner(node("DOWN*", "Not responding"), PREFIX) == "foreign"
-    assert sn.drain_owner(node("DOWN", "gpufabric: rail1 eth2 down"), PREFIX) == "foreign"  # down, not drained
+    down = node("DOWN", "gpufabric: rail1 eth2 down")
+    assert sn.drain_owner(down, PREFIX, recorded(down)) == "foreign"  # down, not drained
     assert sn.drain_owner(node("ALLOCATED"), PREFIX) is None
 
 
@@ -139,7 +158,8 @@ def test_the_lab_before_and_during_a_fault():
     assert {name: (node["state"], node["reason"], node["partitions"]) for name, node in before.items()} == {
         "node1": ("IDLE", None, ["lab"]), "node2": ("IDLE", None, ["lab"]), "node3": ("IDLE", None, ["lab"])}
     during = by_name(read_fixture("slurm/lab-22.05-drained-by-the-loop-and-by-hand.txt"))
-    assert sn.drain_owner(during["node1"], PREFIX) == "ours"
+    assert sn.drain_owner(during["node1"], PREFIX, recorded(during["node1"])) == "ours"
+    assert sn.drain_owner(during["node1"], PREFIX) == "foreign"  # the prefix without the ledger's record
     assert during["node1"]["reason"].startswith("gpufabric: rail1 eth2 down since ")
     assert during["node1"]["reason"].endswith(" (GpufabricPortDown leaf-b swp1)")
     assert sn.drain_owner(during["node3"], PREFIX) == "foreign"
@@ -153,7 +173,7 @@ def test_both_releases_both_forms_give_the_same_drain(capture):
     [node] = sn.parse_scontrol_nodes(read_fixture(capture))
     assert node["state"] == "IDLE+DRAIN" and node["partitions"] == ["lab"]
     assert node["reason"] == "gpufabric: rail1 eth2 down since 2026-12-04T10:00:00Z (GpufabricPortDown leaf-b swp1)"
-    assert node["reason_user"] == "root" and sn.drain_owner(node, PREFIX) == "ours"
+    assert node["reason_user"] == "root" and sn.drain_owner(node, PREFIX, recorded(node)) == "ours"
 
 
 @pytest.mark.parametrize("capture", ["slurm/lab-22.05-reason-with-a-line-break.txt",

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -53,8 +54,13 @@ def updates(slurm):
 
 
 def drain(node="cricket", **extra):
+    # cricket is the only node of some of its partitions: small_partitions lets the guard drain it.
     return dict({"state": "drained", "node": node, "reason": REASON, "alertname": "GpufabricPortDown",
-                 "max_drained": "25%"}, **extra)
+                 "max_drained": "25%", "small_partitions": True}, **extra)
+
+
+def resume(node="cricket", **extra):
+    return dict({"state": "resumed", "node": node, "verification": "passed", "window": 0}, **extra)
 
 
 def test_check_mode_decides_and_changes_nothing(tmp_path, slurm):
@@ -72,6 +78,8 @@ def test_drain_then_nothing_more_to_do_and_the_counter(tmp_path, slurm):
     assert updates(slurm) == [["update", "NodeName=cricket", "State=DRAIN", "Reason=" + REASON]]
     again = run(tmp_path, slurm, drain())
     assert (again["changed"], again["decision"]) == (False, "none") and "already drained by this loop" in again["message"]
+    recorded = json.loads((tmp_path / "state" / "ledger.json").read_text())["nodes"]["cricket"]
+    assert (recorded["slurm_reason"], recorded["slurm_user"]) == (REASON, "root") and recorded["slurm_time"]
     assert len(updates(slurm)) == 1
     text = (tmp_path / "remediation.prom").read_text()
     assert 'gpufabric_remediation_actions_total{action="drain",reason="GpufabricPortDown"} 1' in text
@@ -88,6 +96,32 @@ def test_the_guard_holds_the_next_drain_in_a_shared_partition(tmp_path, slurm):
     assert ledger["counters"] == {"drain|GpufabricPortDown": 1, "hold|guard": 1}
 
 
+def test_the_last_node_in_service_of_a_small_partition_is_held_by_default(tmp_path, slurm):
+    held = run(tmp_path, slurm, drain(small_partitions=False, max_drained="100%"))
+    assert (held["decision"], held["reason"]) == ("hold", "guard"), held
+    assert "partition debug has 1 node(s) and this drain would leave none of them in service" in held["message"]
+    assert updates(slurm) == []
+
+
+@pytest.mark.parametrize("argv", [
+    # A person extends the loop's reason, or another user drains the node again with the same words.
+    ["update", "NodeName=cricket", "State=DRAIN", "Reason=" + REASON + " -- DO NOT RESUME, RMA 4711"],
+    ["update", "NodeName=cricket", "State=DRAIN", "Reason=" + REASON],
+])
+def test_a_loop_drain_a_person_changed_is_theirs(tmp_path, slurm, argv):
+    run(tmp_path, slurm, drain())
+    state = slurm / "scontrol-state.json"
+    data = json.loads(state.read_text())
+    time.sleep(1.1)  # scontrol stamps the reason to the second
+    assert fake_scontrol.main(str(state), argv) == 0
+    if argv[-1].endswith(REASON):
+        data = json.loads(state.read_text())
+        state.write_text(json.dumps(dict(data, text=data["text"].replace("[root@", "[alice@"))))
+    held = run(tmp_path, slurm, resume())
+    assert (held["decision"], held["reason"]) == ("hold", "foreign_drain"), held
+    assert updates(slurm)[-1] == argv
+
+
 def test_someone_elses_drain_is_never_resumed(tmp_path, slurm):
     result = run(tmp_path, slurm, {"state": "resumed", "node": "oxygen-04", "verification": "passed"})
     assert (result["decision"], result["reason"]) == ("hold", "foreign_drain"), result
@@ -98,14 +132,11 @@ def test_resume_after_the_window_with_a_passed_reverification(tmp_path, slurm):
     run(tmp_path, slurm, drain())
     early = run(tmp_path, slurm, {"state": "resumed", "node": "cricket", "verification": "passed", "window": 3600})
     assert (early["decision"], early["reason"]) == ("hold", "window") and early["wait_s"] > 3500, early
-    failed = run(tmp_path, slurm, {"state": "resumed", "node": "cricket", "verification": "failed", "window": 0,
-                                   "verify_message": "rail 1: no answer"})
+    failed = run(tmp_path, slurm, resume(verification="failed", verify_message="rail 1: no answer"))
     assert failed["reason"] == "verify_failed" and "rail 1: no answer" in failed["message"]
-    firing = run(tmp_path, slurm, {"state": "resumed", "node": "cricket", "verification": "passed", "window": 0,
-                                   "firing": ["GpufabricPortFlapping"]})
+    firing = run(tmp_path, slurm, resume(firing=["GpufabricPortFlapping"]))
     assert firing["reason"] == "alert_firing"
-    resumed = run(tmp_path, slurm, {"state": "resumed", "node": "cricket", "verification": "passed", "window": 0},
-                  "--diff")
+    resumed = run(tmp_path, slurm, resume(), "--diff")
     assert (resumed["changed"], resumed["decision"], resumed["reason"]) == (True, "resume", "verified"), resumed
     assert resumed["after"]["state"] == "IDLE" and resumed["after"]["reason"] is None
     assert updates(slurm)[-1] == ["update", "NodeName=cricket", "State=RESUME"]
