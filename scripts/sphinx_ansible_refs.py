@@ -18,6 +18,7 @@ DOCSITE_LABELS = {
     "common_return_values": "reference_appendices/common_return_values.html",
     "ansible_configuration_settings": "reference_appendices/config.html",
     "callback_plugins": "plugins/callback.html",
+    "action_plugins": "plugins/action.html",
 }
 _PLUGIN_LABEL = re.compile(r"ansible_collections\.(?P<ns>\w+)\.(?P<name>\w+)\.(?P<plugin>\w+)_(?P<type>[a-z]+)\Z")
 OWN_COLLECTION = ("gpufabric", "core")
