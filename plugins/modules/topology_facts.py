@@ -190,7 +190,6 @@ ansible_facts:
             - C(available), C(reason) when not, and C(neighbors) as P(gpufabric.core.parse_lldp#filter) returns them.
             - An output without neighbour, or with one lacking its chassis or port id, adds an C(lldp_incomplete)
               warning to C(findings).
-          type: dict
             - After live discovery, C(awaited) lists the rails' netdevs that had no neighbour when O(lldp_wait) began
               and C(waited_s) the whole seconds waited (0 when nothing was awaited).
           type: dict
