@@ -13,7 +13,8 @@ description:
     returns one sentence per problem, naming the variable (and the host). An empty list means they are usable.
   - "Play variables: C(discover_report_dir) a path, C(discover_report_name) a file name without a directory part,
     C(discover_fail_on) one of error, warning, never, C(discover_html_title) a string, C(discover_max_hosts_drawn)
-    a whole number (a string of digits, as extra vars give it, too), C(discover_capture_dir) empty or absolute."
+    a whole number (a string of digits, as extra vars give it, too), C(discover_lldp_wait) a whole number of seconds
+    from 0 to 120, C(discover_capture_dir) empty or absolute."
   - "Host variables: C(gpufabric_rail_interfaces) a list or a mapping, C(gpufabric_peer_group) a non-empty string,
     C(gpufabric_snapshot_dir) an absolute path."
 positional: _input

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import int_range_problem
+
 FAIL_ON = ("error", "warning", "never")
 _WHOLE_NUMBER = re.compile(r"[0-9]+")
 
@@ -42,6 +44,12 @@ def play_problems(settings):
         if isinstance(value, bool) or not (isinstance(value, int) and value >= 0
                                            or _is_text(value) and _WHOLE_NUMBER.fullmatch(value)):
             problems.append("discover_max_hosts_drawn: must be a whole number, 0 or more, got %r" % (value,))
+    if "discover_lldp_wait" in settings:
+        # Two LLDP intervals at most: a switch not heard by then is not announcing.
+        problem = int_range_problem("discover_lldp_wait", settings["discover_lldp_wait"], 0, 120,
+                                    rule="must be a whole number of seconds from 0 to 120 (lldpd announces every 30 s)")
+        if problem:
+            problems.append(problem)
     if "discover_capture_dir" in settings:
         value = settings["discover_capture_dir"]
         if not _is_text(value) or value and not value.startswith("/"):

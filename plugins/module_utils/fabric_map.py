@@ -184,8 +184,9 @@ def build_fabric_map(topologies, peer_groups=None, rail_interfaces=None):
         findings.append(_finding("info", "infiniband_rails", "%d InfiniBand rails carry no LLDP, so their leaf "
                                  "switch is not in this map; use ibnetdiscover for the IB fabric"
                                  % tally.unlinked_ib_rails))
+    # The message last: findings that tie on the rest keep one order whatever order the facts listed them in.
     findings.sort(key=lambda item: (-SEVERITIES.index(item["severity"]), natural_key(item["host"] or ""),
-                                    item["rail"] if item["rail"] is not None else -1, item["kind"]))
+                                    item["rail"] if item["rail"] is not None else -1, item["kind"], item["message"]))
     _host_status(hosts, findings)
     leaves = _leaves(hosts)
     summary = dict(_summary(hosts, rails_out, switches, findings), rail_ports_down=tally.ports_down)
@@ -407,7 +408,8 @@ def _switches(hosts, port_owners, findings):
     for switch in sorted(switches, key=natural_key):
         entry = switches[switch]
         out[switch] = {
-            "ports": sorted(entry["ports"], key=lambda item: (natural_key(item["port"]), natural_key(item["host"]))),
+            "ports": sorted(entry["ports"], key=lambda item: (natural_key(item["port"]), natural_key(item["host"]),
+                                                              item["rail"])),
             "hosts": len(entry["hosts"]),
             "rails": sorted(entry["rails"]),
         }

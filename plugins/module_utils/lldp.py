@@ -19,6 +19,8 @@ import re
 from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
 
 COMMAND = "lldpctl -f json"
+# What tells two neighbours apart (the LLDP MSAP: chassis and port), names first.
+_IDENTITY = ("chassis_name", "chassis_id", "port_id", "port_descr")
 
 
 def _first(value):
@@ -212,11 +214,13 @@ def neighbors_by_interface(neighbors):
 
     lldpd keeps a neighbour that stopped sending until its TTL runs out (120 s by default): a cable moved to another
     switch port is listed with both neighbours for that long, the old one first. The one heard first most recently
-    is the cable's (tests/fixtures/lldp/lab-json0-node1-recabled.txt); without ages, lldpd's order stays.
+    is the cable's (tests/fixtures/lldp/lab-json0-node1-recabled.txt). Neighbours of one age, or without ages, are in
+    the order of their chassis and port, not in lldpd's, which is the order their frames happened to arrive in.
     """
     grouped = {}
     for neighbor in neighbors:
         grouped.setdefault(neighbor["local_interface"], []).append(neighbor)
     for seen in grouped.values():
-        seen.sort(key=lambda neighbor: (neighbor.get("age_seconds") is None, neighbor.get("age_seconds") or 0))
+        seen.sort(key=lambda neighbor: (neighbor.get("age_seconds") is None, neighbor.get("age_seconds") or 0,
+                                        [str(neighbor.get(key) or "") for key in _IDENTITY]))
     return grouped

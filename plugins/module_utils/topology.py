@@ -301,16 +301,18 @@ def _bonds(sources, interfaces, findings, reasons):
 
 
 def _lldp(sources, findings, reasons):
+    """The lldp section; awaited and waited_s stay empty unless wait_for_lldp waits for neighbours."""
     text = sources.get("lldpctl")
+    waited = {"awaited": [], "waited_s": 0}
     if not text:
-        return {"available": False, "reason": reasons.get("lldpctl") or "no lldpctl output was available",
-                "neighbors": []}
+        return dict(waited, available=False, reason=reasons.get("lldpctl") or "no lldpctl output was available",
+                    neighbors=[])
     parsed = _parse(parse_lldp_neighbors, text, "lldpctl", findings, reasons)
     if parsed is None:
-        return {"available": False, "reason": reasons["lldpctl"], "neighbors": []}
+        return dict(waited, available=False, reason=reasons["lldpctl"], neighbors=[])
     for error in parsed["errors"]:
         _finding(findings, "warning", "lldp_incomplete", "lldpctl: %s" % error)
-    return {"available": True, "reason": None, "neighbors": parsed["neighbors"]}
+    return dict(waited, available=True, reason=None, neighbors=parsed["neighbors"])
 
 
 def _routing(sources, findings, reasons):
@@ -657,15 +659,10 @@ def _first_line(*texts):
     return ""
 
 
-def collect_live(run, which, sys_root="/sys", proc_root="/proc", timeout=30):
-    """Gather the raw sources on this host.
+def _command_reader(run, which, timeout, reasons):
+    """command(key) -> the output of COMMANDS[key], or None with the reason in reasons[key].
 
-    run(argv) -> (rc, stdout, stderr) and which(name) -> path or None are given by the caller
-    (AnsibleModule.run_command / get_bin_path), so this stays testable without Ansible. A command
-    is wrapped in coreutils timeout when available: a wedged driver can hang nvidia-smi forever.
-    """
-    sources = {"reasons": {}}
-    reasons = sources["reasons"]
+    A command is wrapped in coreutils timeout when available: a wedged driver can hang nvidia-smi forever."""
     timeout_bin = which("timeout")
 
     def command(key):
@@ -690,6 +687,19 @@ def collect_live(run, which, sys_root="/sys", proc_root="/proc", timeout=30):
             reasons[key] = "%s printed nothing%s" % (" ".join(argv), ": " + _first_line(err) if err.strip() else "")
             return None
         return out + ("\n" + err if err.strip() and key in ("ibstat", "ibv_devinfo") else "")
+
+    return command
+
+
+def collect_live(run, which, sys_root="/sys", proc_root="/proc", timeout=30):
+    """Gather the raw sources on this host.
+
+    run(argv) -> (rc, stdout, stderr) and which(name) -> path or None are given by the caller
+    (AnsibleModule.run_command / get_bin_path), so this stays testable without Ansible.
+    """
+    sources = {"reasons": {}}
+    reasons = sources["reasons"]
+    command = _command_reader(run, which, timeout, reasons)
 
     for key in ("nvidia_smi_topo", "nvidia_smi_query"):
         text = command(key)
@@ -721,6 +731,47 @@ def collect_live(run, which, sys_root="/sys", proc_root="/proc", timeout=30):
     sources["bonding"] = bonding
     sources["sysfs"] = sysfs_utils.collect_sysfs(sys_root, gpu_addresses)
     return sources
+
+
+# lldpd, like most switches, sends an LLDPDU every 30 s; while waiting for one, lldpctl is read this often.
+LLDP_POLL_S = 2
+
+
+def reread_lldp(sources, run, which, timeout=30):
+    """Replace the lldpctl output (or its reason) in sources, as collect_live gathered them, with a fresh one."""
+    sources.pop("lldpctl", None)
+    sources["reasons"].pop("lldpctl", None)
+    text = _command_reader(run, which, timeout, sources["reasons"])("lldpctl")
+    if text is not None:
+        sources["lldpctl"] = text
+
+
+def rails_awaiting_lldp(topology):
+    """Netdevs of the rails whose Ethernet link is up but that lldpd, running, lists no neighbour for yet."""
+    if not (topology.get("lldp") or {}).get("available"):
+        return []
+    return [rail["netdev"] for rail in topology.get("rails") or []
+            if rail.get("up") and rail.get("exists", True) and rail.get("netdev")
+            and rail.get("link_layer") != "InfiniBand" and rail.get("switch_id") is None]
+
+
+def wait_for_lldp(topology, reread, wait_s, clock, sleep):
+    """Read LLDP again until every rail whose link is up has its neighbour, for at most wait_s seconds.
+
+    A switch is only heard at its next LLDPDU: discovery just after lldpd or a link came up would map such a rail
+    without its switch, and the next run with it. reread() builds the topology again from a fresh lldpctl output.
+    Returns the last topology; lldp.awaited (those rails' netdevs at the start) and lldp.waited_s say what was
+    waited for: figures of this run, which the fabric map never copies."""
+    awaited = rails_awaiting_lldp(topology) if wait_s > 0 else []
+    started = clock()
+    missing = awaited
+    while missing and clock() - started < wait_s:
+        sleep(max(0, min(LLDP_POLL_S, wait_s - (clock() - started))))
+        topology = reread()
+        missing = rails_awaiting_lldp(topology)
+    if awaited:
+        topology["lldp"].update(awaited=awaited, waited_s=int(round(clock() - started)))
+    return topology
 
 
 def read_snapshot(directory):

@@ -60,6 +60,17 @@ options:
       - Root of the proc tree to read C(net/bonding) from for live discovery.
     type: path
     default: /proc
+  lldp_wait:
+    description:
+      - Live discovery only. Seconds to wait, reading C(lldpctl) every 2 s, while a rail whose Ethernet link is up
+        has no LLDP neighbour yet and lldpd runs. A switch is heard at its next LLDPDU (every 30 s by default), so
+        discovery just after lldpd or a link came up would otherwise map the rail without its switch, and the next
+        run would map it with one.
+      - V(0) does not wait. A rail still without a neighbour after the wait is mapped without its switch (the fabric
+        map's C(no_neighbor) warning). RV(ansible_facts.gpufabric_topology.lldp) says which netdevs were awaited
+        (C(awaited)) and for how long (C(waited_s)).
+    type: int
+    default: 0
   rail_interfaces:
     description:
       - The host's rails as the inventory names them (C(gpufabric_rail_interfaces)), a list whose item I(i) is the
@@ -179,8 +190,11 @@ ansible_facts:
             - C(available), C(reason) when not, and C(neighbors) as P(gpufabric.core.parse_lldp#filter) returns them.
             - An output without neighbour, or with one lacking its chassis or port id, adds an C(lldp_incomplete)
               warning to C(findings).
+            - After live discovery, C(awaited) lists the rails' netdevs that had no neighbour when O(lldp_wait) began
+              and C(waited_s) the whole seconds waited (0 when nothing was awaited).
           type: dict
-          sample: {available: false, reason: "lldpctl not found in PATH (install and start lldpd)", neighbors: []}
+          sample: {available: false, reason: "lldpctl not found in PATH (install and start lldpd)", neighbors: [],
+                   awaited: [], waited_s: 0}
         rails:
           description:
             - The host's rails, resolved once from the source RV(ansible_facts.gpufabric_topology.rail_source)
@@ -244,6 +258,7 @@ capture_files:
 """
 
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.core.plugins.module_utils.topology import (
@@ -252,8 +267,30 @@ from ansible_collections.gpufabric.core.plugins.module_utils.topology import (
     normalize_rail_interfaces,
     collect_live,
     read_snapshot,
+    reread_lldp,
+    wait_for_lldp,
     write_capture,
 )
+
+
+def _live(module, rail_interfaces):
+    """(sources, topology) of this host, LLDP read again for at most lldp_wait seconds while a rail awaits it."""
+    params = module.params
+
+    def run(argv):
+        # LC_ALL=C: the parsers read the tools' English output.
+        return module.run_command(argv, environ_update={"LC_ALL": "C", "LANG": "C"})
+
+    sources = collect_live(run, module.get_bin_path, sys_root=params["sys_root"], proc_root=params["proc_root"],
+                           timeout=params["timeout"])
+
+    def reread():
+        reread_lldp(sources, run, module.get_bin_path, timeout=params["timeout"])
+        return build_topology(sources, source="live", rail_interfaces=rail_interfaces)
+
+    topology = wait_for_lldp(build_topology(sources, source="live", rail_interfaces=rail_interfaces), reread,
+                             params["lldp_wait"], time.monotonic, time.sleep)
+    return sources, topology
 
 
 def main():
@@ -265,6 +302,7 @@ def main():
             sys_root=dict(type="path", default="/sys"),
             proc_root=dict(type="path", default="/proc"),
             rail_interfaces=dict(type="raw"),
+            lldp_wait=dict(type="int", default=0),
         ),
         mutually_exclusive=[("capture", "snapshot")],
         supports_check_mode=True,
@@ -272,27 +310,23 @@ def main():
     params = module.params
     if params["timeout"] < 1:
         module.fail_json(msg="timeout must be at least 1 second, got %d" % params["timeout"])
+    if params["lldp_wait"] < 0:
+        module.fail_json(msg="lldp_wait must be 0 or more seconds, got %d" % params["lldp_wait"])
     try:
         rail_interfaces = normalize_rail_interfaces(params["rail_interfaces"])
     except RailInterfacesError as exc:
         module.fail_json(msg="rail_interfaces: %s" % exc)
 
     result = {"changed": False}
+    topology = None
     if params["snapshot"]:
         try:
             sources = read_snapshot(params["snapshot"])
         except (OSError, ValueError) as exc:
             module.fail_json(msg="cannot read snapshot %s: %s; give a directory written by capture"
                              % (params["snapshot"], exc))
-        origin = "snapshot:%s" % params["snapshot"]
     else:
-        def run(argv):
-            # LC_ALL=C: the parsers read the tools' English output.
-            return module.run_command(argv, environ_update={"LC_ALL": "C", "LANG": "C"})
-
-        sources = collect_live(run, module.get_bin_path, sys_root=params["sys_root"],
-                               proc_root=params["proc_root"], timeout=params["timeout"])
-        origin = "live"
+        sources, topology = _live(module, rail_interfaces)
 
     if params["capture"]:
         if os.path.exists(params["capture"]) and not os.path.isdir(params["capture"]):
@@ -305,7 +339,8 @@ def main():
         result["changed"] = bool(changed_files)
 
     result["ansible_facts"] = {
-        "gpufabric_topology": build_topology(sources, source=origin, rail_interfaces=rail_interfaces),
+        "gpufabric_topology": topology or build_topology(sources, source="snapshot:%s" % params["snapshot"],
+                                                         rail_interfaces=rail_interfaces),
         "gpufabric_topology_stale": False,
     }
     module.exit_json(**result)

@@ -31,3 +31,9 @@ def read_fixture(relpath):
 
 def fixture_names(folder):
     return sorted(p.name[:-3] if p.name.endswith(".gz") else p.name for p in (FIXTURES / folder).iterdir() if p.is_file())
+
+
+# sysfs of the container lab's two veth "cables" eth1 and eth2 (scripts/lab.sh), as the kernel prints it; the
+# lab's LLDP captures (lldp/lab-*) were taken on them.
+LAB_CABLES_SYSFS = {"class/net/%s/%s" % (name, key): value for name in ("eth1", "eth2") for key, value in (
+    ("type", "1"), ("operstate", "up"), ("speed", "10000"), ("mtu", "1500"), ("uevent", "DEVTYPE=veth"))}

@@ -14,7 +14,8 @@ discover_problems = FilterModule().filters()["discover_problems"]
 
 # What discover.yml passes when nothing is set (its defaults), with the lab's host variables.
 PLAY = {"discover_report_dir": "/srv/reports", "discover_report_name": "fabric_map", "discover_fail_on": "error",
-        "discover_html_title": "Fabric map", "discover_max_hosts_drawn": 64, "discover_capture_dir": ""}
+        "discover_html_title": "Fabric map", "discover_max_hosts_drawn": 64, "discover_lldp_wait": 35,
+        "discover_capture_dir": ""}
 HOSTS = {"node1": {"gpufabric_rail_interfaces": ["eth1", "eth2"], "gpufabric_peer_group": "lab"},
          "node2": {"gpufabric_rail_interfaces": {"0": "eth1"}, "gpufabric_snapshot_dir": "/srv/snap/node2"},
          "node3": {}}
@@ -23,7 +24,8 @@ HOSTS = {"node1": {"gpufabric_rail_interfaces": ["eth1", "eth2"], "gpufabric_pee
 def test_defaults_and_the_lab_are_usable():
     assert discover_problems(PLAY, hosts=HOSTS) == []
     # Extra vars arrive as strings.
-    assert discover_problems(dict(PLAY, discover_max_hosts_drawn="16", discover_capture_dir="/var/tmp/cap")) == []
+    assert discover_problems(dict(PLAY, discover_max_hosts_drawn="16", discover_capture_dir="/var/tmp/cap",
+                                  discover_lldp_wait="0")) == []
 
 
 @pytest.mark.parametrize("name, value, message", [
@@ -34,6 +36,10 @@ def test_defaults_and_the_lab_are_usable():
     ("discover_max_hosts_drawn", "-1", "discover_max_hosts_drawn: must be a whole number, 0 or more, got '-1'"),
     ("discover_max_hosts_drawn", "64\n", "discover_max_hosts_drawn: must be a whole number"),
     ("discover_max_hosts_drawn", True, "discover_max_hosts_drawn: must be a whole number"),
+    ("discover_lldp_wait", "-1", "discover_lldp_wait: must be a whole number of seconds from 0 to 120"),
+    ("discover_lldp_wait", 600, "discover_lldp_wait: must be a whole number of seconds from 0 to 120 (lldpd "
+                                "announces every 30 s); got 600"),
+    ("discover_lldp_wait", "soon", "discover_lldp_wait: must be a whole number of seconds"),
     ("discover_capture_dir", "capture", "discover_capture_dir: must be empty or an absolute path on each host"),
     ("discover_html_title", 7, "discover_html_title: must be a string, got 7"),
 ])

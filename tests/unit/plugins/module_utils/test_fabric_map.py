@@ -16,7 +16,7 @@ import re
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from fixture_data import read_fixture
+from fixture_data import LAB_CABLES_SYSFS, read_fixture
 from jinja2 import Undefined
 
 from ansible_collections.gpufabric.core.plugins.filter.fabric_map import FilterModule as FabricMapFilters
@@ -352,6 +352,47 @@ def test_map_is_json_and_deterministic(sonic_fleet):
     first = json.dumps(build_fabric_map(sonic_fleet, rail_interfaces=rails), sort_keys=True)
     reordered = dict(reversed(list(sonic_fleet.items())))
     assert json.dumps(build_fabric_map(reordered, rail_interfaces=rails), sort_keys=True) == first
+
+
+def _lldpctl_later(text, seconds):
+    """The same lldpctl output read `seconds` later: every neighbour's age has grown, nothing else moved."""
+    def older(match):
+        days, hours, minutes, secs = (int(part) for part in match.groups())
+        total = days * 86400 + hours * 3600 + minutes * 60 + secs + seconds
+        return '"age": "%d day, %02d:%02d:%02d"' % (total // 86400, total % 86400 // 3600, total % 3600 // 60,
+                                                     total % 60)
+    return re.sub(r'"age": "(\d+) days?, (\d\d):(\d\d):(\d\d)"', older, text)
+
+
+def _lldpctl_reversed(text):
+    """The same neighbours listed in the other order, as lldpd does when their frames arrive the other way round."""
+    decoded = json.loads(text)
+    decoded["lldp"][0]["interface"].reverse()
+    return json.dumps(decoded)
+
+
+def _lab_fleet(node_lldp, recabled_lldp):
+    """The container lab from its captures: node01-03 cabled straight, node04 seconds after its cables were
+    swapped (both leaves listed on each port until the old one's TTL runs out), rails eth1 and eth2."""
+    texts = {"node01": node_lldp, "node02": node_lldp, "node03": node_lldp, "node04": recabled_lldp}
+    return {host: build_topology({"lldpctl": text, "sysfs": LAB_CABLES_SYSFS}, rail_interfaces=["eth1", "eth2"])
+            for host, text in texts.items()}
+
+
+def test_the_map_of_one_fabric_is_the_same_whenever_it_is_read():
+    """A second discovery of an unchanged fabric reads other LLDP ages and may list one port's neighbours in the
+    other order: the map (JSON and page) must not move, so that the report is not rewritten."""
+    node, recabled = read_fixture("lldp/lab-json0-node1.txt"), read_fixture("lldp/lab-json0-node1-recabled.txt")
+    reads = [(node, recabled), (_lldpctl_later(node, 95), _lldpctl_later(recabled, 30)),
+             (_lldpctl_reversed(node), _lldpctl_reversed(recabled))]
+    maps = [build_fabric_map(_lab_fleet(*read)) for read in reads]
+    texts = [(json.dumps(fabric, indent=2, sort_keys=True), render_html(fabric)) for fabric in maps]
+    assert texts[1] == texts[0] and texts[2] == texts[0]
+    # What the map says: node04's cables moved to the other leaf (the youngest neighbour of each port).
+    assert maps[0]["summary"]["miscabled_hosts"] == ["node04"]
+    assert [(rail["switch"], rail["switch_port"]) for rail in maps[0]["hosts"]["node04"]["rails"]] == [
+        ("leaf-b", "swp1"), ("leaf-a", "swp1")]
+    assert not re.search(r'"(age|age_seconds|ttl|waited_s)"', texts[0][0])
 
 
 def test_host_findings_join_the_fleet_findings(sonic_fleet):

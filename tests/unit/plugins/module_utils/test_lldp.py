@@ -368,6 +368,23 @@ def test_ages_and_the_youngest_neighbour_of_each_port_first():
     assert neighbor["age_seconds"] == 2 * 86400 + 3723
 
 
+def test_neighbours_of_one_age_are_ordered_by_identity_not_by_arrival():
+    """lldpd lists a port's neighbours as their frames arrived: two heard in the same second (a hub, or both leaves
+    of the recabled capture once their ages agree) must give one order whichever came first."""
+    neighbors = parse_lldp(read_fixture("%s/lab-json0-node1-recabled.txt" % FOLDER))
+    for neighbor in neighbors:
+        neighbor["age_seconds"] = 39
+    orders = [neighbors, list(reversed(neighbors))]
+    grouped = [neighbors_by_interface(order) for order in orders]
+    assert grouped[0] == grouped[1]
+    assert {port: [n["chassis_name"] for n in seen] for port, seen in grouped[0].items()} == {
+        "eth1": ["leaf-a", "leaf-b"], "eth2": ["leaf-a", "leaf-b"]}
+    # Without ages (an lldpd that prints none) the same.
+    for neighbor in neighbors:
+        neighbor["age_seconds"] = None
+    assert neighbors_by_interface(neighbors) == neighbors_by_interface(list(reversed(neighbors)))
+
+
 def _summary(neighbors):
     return [(n["local_interface"], n["chassis_name"], n["chassis_id"], n["port_id"], n["port_descr"], n["mgmt_ip"])
             for n in neighbors]

@@ -13,7 +13,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from fixture_data import FIXTURES, fixture_names, read_fixture
+from fixture_data import FIXTURES, LAB_CABLES_SYSFS, fixture_names, read_fixture
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,7 +29,9 @@ from ansible_collections.gpufabric.core.plugins.module_utils.topology import (
     build_topology,
     collect_live,
     read_snapshot,
+    reread_lldp,
     resolve_rails,
+    wait_for_lldp,
     write_capture,
 )
 
@@ -99,7 +101,8 @@ def test_schema_top_level_and_missing_sources_have_reasons():
     assert topology["schema_version"] == SCHEMA_VERSION == 1
     assert topology["gpus"] == {"available": False, "reason": "nvidia-smi not found in PATH", "devices": []}
     assert topology["rdma"]["available"] is False and "infiniband" in topology["rdma"]["reason"]
-    assert topology["lldp"] == {"available": False, "reason": "no lldpctl output was available", "neighbors": []}
+    assert topology["lldp"] == {"available": False, "reason": "no lldpctl output was available", "neighbors": [],
+                                "awaited": [], "waited_s": 0}
     assert topology["routing"] == {"available": False, "reason": "no vtysh output was available", "uplinks": []}
     assert topology["rails"] == [] and topology["findings"] == []
 
@@ -423,6 +426,8 @@ def test_snapshot_made_on_a_real_h200_host_gives_the_facts_built_there(tmp_path)
     on_host = json.loads((DEVICE_H200 / "topology.json").read_text(encoding="utf-8"))
     # source differs by design: the host built its facts from live commands, this test from the snapshot.
     assert (on_host["source"], offline["source"]) == ("live", "snapshot:" + snapshot)
+    # lldp's awaited and waited_s (the LLDP wait, nothing waited) came after the capture.
+    assert (offline["lldp"].pop("awaited"), offline["lldp"].pop("waited_s")) == ([], 0)
     assert {k: v for k, v in offline.items() if k != "source"} == {k: v for k, v in on_host.items() if k != "source"}
     # What those facts say, from the real files: the VM gives the GPU's PCI function no NUMA node (-1), so the
     # node is nvidia-smi's NUMA Affinity; GPU NUMA ID N/A means its memory is no node of its own.
@@ -609,3 +614,85 @@ def test_a_failing_tools_reason_is_the_same_on_every_run(tmp_path):
     assert reasons[0] == reasons[1]
     assert reasons[0].endswith("(rc 1): [WARN/control] unable to connect to socket /run/lldpd.socket: No such file or "
                                "directory")
+
+
+# The lab's node1 (tests/fixtures/lldp/lab-json0-node1.txt: eth1 to leaf-a, eth2 to leaf-b) and what lldpd 1.0.16
+# prints before it has heard any neighbour.
+LAB_NODE1_LLDP = read_fixture("lldp/lab-json0-node1.txt")
+LLDPD_NO_NEIGHBOUR_YET = '{\n  "lldp": [\n    {\n      \n    }\n  ]\n}\n'
+LLDPCTL = "/usr/sbin/lldpctl"
+
+
+class _Clock:
+    """time.monotonic and time.sleep of a test: sleeping moves the clock, nothing waits."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def _host_hearing(outputs, tmp_path, operstate="up"):
+    """(sources, reread, calls) of a lab node whose lldpctl prints outputs in turn, the last from then on."""
+    calls = []
+
+    def run(argv):
+        if LLDPCTL not in argv:
+            return 127, "", ""
+        calls.append(argv)
+        return 0, outputs[min(len(calls), len(outputs)) - 1], ""
+
+    def which(name):
+        return LLDPCTL if name == "lldpctl" else None
+
+    sources = collect_live(run, which, sys_root=str(tmp_path), proc_root=str(tmp_path))
+    sources["sysfs"] = dict(LAB_CABLES_SYSFS, **{"class/net/eth2/operstate": operstate})
+
+    def reread():
+        reread_lldp(sources, run, which)
+        return build_topology(sources, rail_interfaces=["eth1", "eth2"])
+
+    return build_topology(sources, rail_interfaces=["eth1", "eth2"]), reread, calls
+
+
+def test_discovery_waits_for_switches_not_heard_yet_and_says_for_how_long(tmp_path):
+    # lldpd heard nothing on the first two reads, both leaves on the third (4 s later).
+    topology, reread, calls = _host_hearing([LLDPD_NO_NEIGHBOUR_YET] * 2 + [LAB_NODE1_LLDP], tmp_path)
+    clock = _Clock()
+    waited = wait_for_lldp(topology, reread, 35, clock, clock.sleep)
+    assert [(rail["netdev"], rail["switch"], rail["switch_port"]) for rail in waited["rails"]] == [
+        ("eth1", "leaf-a", "swp1"), ("eth2", "leaf-b", "swp1")]
+    assert (waited["lldp"]["awaited"], waited["lldp"]["waited_s"], len(calls)) == (["eth1", "eth2"], 4, 3)
+    # What discovery would have mapped without waiting: the same rails without their switches.
+    assert [rail["switch"] for rail in topology["rails"]] == [None, None]
+
+
+def test_the_wait_is_bounded_and_a_silent_switch_stays_unmapped(tmp_path):
+    topology, reread, calls = _host_hearing([LLDPD_NO_NEIGHBOUR_YET], tmp_path)
+    clock = _Clock()
+    waited = wait_for_lldp(topology, reread, 35, clock, clock.sleep)
+    assert (waited["lldp"]["awaited"], waited["lldp"]["waited_s"]) == (["eth1", "eth2"], 35)
+    assert [rail["switch"] for rail in waited["rails"]] == [None, None]
+    assert len(calls) == 1 + 18  # every 2 s, the last read at 35 s
+    assert clock.now == 135.0
+
+
+def test_no_wait_when_told_not_to_when_every_rail_is_heard_or_when_the_link_is_down(tmp_path):
+    clock = _Clock()
+    topology, reread, calls = _host_hearing([LLDPD_NO_NEIGHBOUR_YET], tmp_path)
+    assert wait_for_lldp(topology, reread, 0, clock, clock.sleep)["lldp"]["awaited"] == []
+    topology, reread, calls = _host_hearing([LAB_NODE1_LLDP], tmp_path)
+    assert wait_for_lldp(topology, reread, 35, clock, clock.sleep)["lldp"]["waited_s"] == 0
+    # eth2 down: no LLDP frame can arrive on it, eth1 is awaited alone.
+    topology, reread, calls = _host_hearing([LLDPD_NO_NEIGHBOUR_YET, LAB_NODE1_LLDP], tmp_path, operstate="down")
+    waited = wait_for_lldp(topology, reread, 35, clock, clock.sleep)
+    assert (waited["lldp"]["awaited"], waited["lldp"]["waited_s"], len(calls)) == (["eth1"], 2, 2)
+    assert clock.now == 102.0
+    # lldpd not running: nothing to wait for (the facts say why there is no LLDP).
+    without = build_topology({"sysfs": LAB_CABLES_SYSFS, "reasons": {"lldpctl": "lldpctl not found in PATH"}},
+                             rail_interfaces=["eth1", "eth2"])
+    assert wait_for_lldp(without, None, 35, clock, clock.sleep)["lldp"]["awaited"] == []

@@ -162,7 +162,7 @@ def test_module_docs_render():
                                capture_output=True, text=True, timeout=120, check=False)
     assert completed.returncode == 0, completed.stderr
     doc = json.loads(completed.stdout)["gpufabric.core.topology_facts"]
-    assert sorted(doc["doc"]["options"]) == ["capture", "proc_root", "rail_interfaces", "snapshot", "sys_root",
-                                             "timeout"]
+    assert sorted(doc["doc"]["options"]) == ["capture", "lldp_wait", "proc_root", "rail_interfaces", "snapshot",
+                                             "sys_root", "timeout"]
     assert doc["doc"]["attributes"]["check_mode"]["support"] == "full"
     assert "gpufabric_topology" in doc["return"]["ansible_facts"]["contains"]
