@@ -10,7 +10,9 @@ before, during and after is kept in the scenario's directory (scontrol-*.txt) an
 the cable pulled to the drain and from the cable back to the node IDLE (the lab's intervals: molecule.yml)."""
 
 import json
+import shlex
 import time
+import urllib.request
 
 import pytest
 
@@ -182,4 +184,66 @@ def test_every_decision_is_in_the_controllers_journal_and_the_rulebook_still_run
     assert kinds.count("drain GpufabricPortDown") == 1 and kinds.count("resume verified") == 1, journal
     assert kinds.count("hold guard") == 1 and kinds.count("page guard") == 1, journal
     assert kinds.count("report GpufabricLeafDown") == 1 and kinds.count("hold foreign_drain") >= 2, journal
+    assert rulebook.proc.poll() is None, (lab.LAB / "rulebook.log").read_text()[-3000:]
+
+
+def post_notification(rulebook, alerts):
+    """A notification as Alertmanager sends one, POSTed by hand to the rulebook's webhook with its token (the worst
+    case: the token leaked)."""
+    body = json.dumps({"version": "4", "status": "firing", "receiver": "gpufabric-remediation", "groupKey": "forged",
+                       "groupLabels": {}, "commonLabels": {}, "commonAnnotations": {}, "externalURL": "",
+                       "truncatedAlerts": 0, "alerts": alerts}).encode()
+    request = urllib.request.Request("http://%s:%d/" % (rulebook.host, PORT), data=body, method="POST", headers={
+        "Content-Type": "application/json", "Authorization": "Bearer " + lab.WEBHOOK_TOKEN})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status
+
+
+def test_forged_alerts_a_node_speaking_for_another_and_jinja_from_the_fabric_drain_nothing_and_run_nothing(rulebook):
+    """Issue 47's probes end to end, last (they may drain the node that lies): a notification no Prometheus raised,
+    for health-node2 with Jinja in every text, POSTed with the webhook's token; health-node1's node_exporter serving
+    a series that names health-node2; leaf-b advertising a Jinja system name over LLDP. The playbook runs on this
+    machine: a Jinja that ran would create the marker here."""
+    marker = lab.LAB / "jinja-ran"
+    jinja = "{{ lookup('pipe', 'touch %s') }}" % marker
+    before = lab.ledger()
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    forged = {"status": "firing", "labels": {
+        "alertname": "GpufabricPortDown", "host": "health-node2", "rail": jinja, "netdev": "eth2", "leaf": jinja,
+        "leaf_port": "swp2", "severity": "page", "gpufabric_scope": "node", "gpufabric_remediation": "drain"},
+        "annotations": {"summary": jinja}, "startsAt": now, "endsAt": "0001-01-01T00:00:00Z",
+        "generatorURL": jinja, "fingerprint": "0000000000000000"}
+    assert post_notification(rulebook, [forged]) == 200
+    held = lab.poll("the forged alert held: Alertmanager shows no such alert active", lambda: counter(
+        lab.ledger(), "hold|not_firing") > counter(before, "hold|not_firing"), 120)
+    assert held and lab.nodes()["node2"]["state"] == "IDLE"
+
+    # leaf-b advertises a system name that is Jinja: the nodes behind it see another leaf, as data, and the loop acts
+    # on it as on any cabling fault (one drain, the guard holding the next).
+    decided_before = counter(lab.ledger(), "drain|GpufabricCablingMismatch") + counter(lab.ledger(), "hold|guard")
+    lab.podman_exec("health-leaf-b", "lldpcli configure system hostname %s" % shlex.quote(jinja))
+    try:
+        cabling = lab.poll("the cabling alert naming the Jinja leaf as data", lambda: [
+            alert for alert in lab.active_alerts(alertname="GpufabricCablingMismatch")
+            if alert["labels"].get("seen_leaf") == jinja], 120)
+        assert {alert["labels"]["leaf"] for alert in cabling} == {"leaf-b"}, cabling
+        lab.poll("the loop's decision on the cabling alerts (it read their labels)", lambda: counter(
+            lab.ledger(), "drain|GpufabricCablingMismatch") + counter(lab.ledger(), "hold|guard") > decided_before, 180)
+    finally:
+        lab.podman_exec("health-leaf-b", "lldpcli configure system hostname leaf-b")
+
+    # health-node1 claims a port of health-node2: Prometheus labels the series with its own target's host.
+    claim = ('gpufabric_port_up{host="health-node2",rail="rail1",netdev="eth9",leaf="leaf-b",leaf_port="swp2"} 0\n')
+    lab.podman_exec("health-node1", "printf '%s' > /var/lib/prometheus/node-exporter/claim.prom.$$ && "
+                    "mv /var/lib/prometheus/node-exporter/claim.prom.$$ /var/lib/prometheus/node-exporter/claim.prom"
+                    % claim.replace("\n", "\\n"))
+    try:
+        liar = lab.poll("the claimed port's alert, under the host that served it",
+                        lambda: lab.active_alerts(alertname="GpufabricPortDown", netdev="eth9"), 120)
+        assert {alert["labels"]["host"] for alert in liar} == {"health-node1"}, liar
+        assert not lab.active_alerts(alertname="GpufabricPortDown", host="health-node2")
+    finally:
+        lab.podman_exec("health-node1", "rm -f /var/lib/prometheus/node-exporter/claim.prom")
+
+    assert not marker.exists(), "a label from the fabric ran as code on the controller"
     assert rulebook.proc.poll() is None, (lab.LAB / "rulebook.log").read_text()[-3000:]
