@@ -85,9 +85,9 @@ def _tested_problem(facts, role):
     if distribution is None or major is None or major in TESTED_RELEASES.get(distribution, ()):
         return None
     tested = "; ".join("%s %s" % (name, " and ".join(majors)) for name, majors in sorted(TESTED_RELEASES.items()))
-    return ("the %s role is tested on %s only; this host is %s %s: set gpufabric_untested_platforms: true to run it "
-            "there anyway (README, Supported platforms)" % (role, tested, distribution,
-                                                           facts.get("distribution_version") or major))
+    release = "%s %s" % (distribution, facts.get("distribution_version") or major)
+    return ("the %s role is tested on %s only; this host is %s: set gpufabric_untested_platforms: true to run it "
+            "there anyway (README, Supported platforms)" % (role, tested, release))
 
 
 def host_problems(facts, role, os_families, systemd=True, untested=False):

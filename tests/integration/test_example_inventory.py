@@ -342,4 +342,3 @@ def test_one_run_names_every_mistake_of_a_host_without_printing_the_argument_spe
         assert expected in failures, (expected, failures)
     # A failed argument-spec check used to print the whole spec with its error, about 12 kB a host and role.
     assert "argument_spec_data" not in mistakes_checked["out"]
-

@@ -185,7 +185,7 @@ def test_jinja_in_every_label_annotation_and_slurm_reason_is_data_and_only_alert
                      "acted on" % word for word in hostile(marker)]
     assert text.count("ignored: not an alert of the contract") == 1 and "Plan | Show what the alerts ask for" in text
     # The person's drain, Jinja and all, is theirs: left alone, its reason shown as it is.
-    assert [node for node in ledger["nodes"]] == ["node1"]
+    assert list(ledger["nodes"]) == ["node1"]
 
 
 @pytest.mark.skipif(ALERTMANAGER is None, reason="prometheus-alertmanager is not installed (scripts/setup.sh)")

@@ -120,9 +120,9 @@ def test_a_flood_is_answered_at_once_and_counted(rulebook):
     # 40 firing drains for hosts outside the (empty) inventory: the playbook runs refuse them, slowly enough
     # (an ansible-playbook start each) that the backlog fills.
     answers = [post(port, {"alerts": [alert("node%d" % n, rail) for rail in range(4)]}) for n in range(10)]
-    statuses = [status for status, _ in answers]
+    statuses = [status for status, _seconds in answers]
     assert set(statuses) == {200, 503}, statuses
-    assert max(seconds for _, seconds in answers) < 2, answers
+    assert max(seconds for _status, seconds in answers) < 2, answers
     assert post(port, b"{" + b" " * 70000 + b"}")[0] == 413
     assert post(port, b"[1, 2]")[0] == 400
     text = book.wait_for(lambda: "refused a notification (too large" in book.text() and book.text(), "413 logged")
@@ -145,7 +145,7 @@ def test_a_non_loopback_address_without_a_token_stops_the_rulebook_at_start(rule
 @pytest.mark.skipif(ALERTMANAGER is None, reason="prometheus-alertmanager is not installed (scripts/setup.sh)")
 @pytest.mark.parametrize("alertmanager_token, delivered", [(TOKEN, True), ("an0ther-t0ken-entirely", False)])
 def test_alertmanager_s_generated_receiver_delivers_with_the_token_file(rulebook, tmp_path, alertmanager_token,
-                                                                       delivered):
+                                                                        delivered):
     from ansible_collections.gpufabric.core.plugins.filter.health_monitoring_config import health_monitoring_config
 
     port = free_port()

@@ -34,8 +34,8 @@ def test_unusable_options_stop_the_source_naming_them(args, words):
 
 def test_loopback_needs_no_token_and_the_defaults_bound_the_server():
     assert webhook.settings({"port": "5000"}) == {"host": "127.0.0.1", "port": 5000, "token": "",
-                                                   "max_body_bytes": 262144, "max_queued_alerts": 64,
-                                                   "certfile": "", "keyfile": ""}
+                                                  "max_body_bytes": 262144, "max_queued_alerts": 64,
+                                                  "certfile": "", "keyfile": ""}
     for host in ("::1", "localhost", "127.0.0.2"):
         assert webhook.settings({"host": host, "port": 5000})["host"] == host
     assert webhook.settings({"host": "0.0.0.0", "port": 5000, "token": TOKEN})["token"] == TOKEN

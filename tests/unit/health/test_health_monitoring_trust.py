@@ -59,12 +59,12 @@ def test_a_node_serving_another_hosts_label_is_drained_for_itself_never_for_the_
     with exporter(FORGED) as port, local_monitoring(tmp_path / "monitoring", [
             {"name": "node10", "address": "127.0.0.1", "port": port, "labels": {}}],
             thresholds={"port_down_for": "1s"}, interval="1s") as urls:
-        series, _ = wait_for("the forged series scraped", lambda: prometheus_query(
+        series, _waited = wait_for("the forged series scraped", lambda: prometheus_query(
             urls["prometheus"], "gpufabric_port_up"), 30)
         assert [item["metric"] for item in series] == [{
             "__name__": "gpufabric_port_up", "host": "node10", "instance": "127.0.0.1:%d" % port,
             "job": "gpufabric", "rail": "rail0", "netdev": "eth1", "leaf": "leaf-a"}]
-        found, _ = wait_for("GpufabricPortDown for node10 in Alertmanager", lambda: in_alertmanager(
+        found, _waited = wait_for("GpufabricPortDown for node10 in Alertmanager", lambda: in_alertmanager(
             urls["alertmanager"], "GpufabricPortDown", {"host": "node10"}), 60)
         assert found
         assert not [alert for alert in prometheus_alerts(urls["prometheus"])
@@ -140,7 +140,7 @@ def test_with_web_configs_anonymous_requests_are_refused_and_alerts_still_reach_
                                              "--storage.tsdb.path", str(tmp_path / "prom-data")]
                               + service_argv(texts["prometheus_defaults"]), prometheus + "/-/ready"):
             # Alertmanager got the alert from Prometheus, which authenticated with the password file.
-            found, _ = wait_for("GpufabricPortDown in Alertmanager", lambda: in_alertmanager(
+            found, _waited = wait_for("GpufabricPortDown in Alertmanager", lambda: in_alertmanager(
                 alertmanager, "GpufabricPortDown", {"host": "node10"}), 60)
             assert found
             urllib.request.install_opener(None)

@@ -360,7 +360,7 @@ def _lldpctl_later(text, seconds):
         days, hours, minutes, secs = (int(part) for part in match.groups())
         total = days * 86400 + hours * 3600 + minutes * 60 + secs + seconds
         return '"age": "%d day, %02d:%02d:%02d"' % (total // 86400, total % 86400 // 3600, total % 3600 // 60,
-                                                     total % 60)
+                                                    total % 60)
     return re.sub(r'"age": "(\d+) days?, (\d\d):(\d\d):(\d\d)"', older, text)
 
 
