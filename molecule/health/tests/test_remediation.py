@@ -173,8 +173,16 @@ def test_a_whole_leaf_down_gives_one_fabric_report_and_drains_nothing():
         ("GpufabricLeafDown", "leaf-a", "rail0")]
     for host in hosts:
         lab.cable(host, "rail0", up=True)
-    lab.poll("no fabric alert left in Alertmanager", lambda: not lab.active_alerts(gpufabric_remediation="drain")
-             and not lab.active_alerts(gpufabric_remediation="report"), 120)
+    try:
+        lab.poll("no fabric alert left in Alertmanager", lambda: not fabric_alerts_left(), 120)
+    except AssertionError as error:
+        raise AssertionError("%s; left: %r" % (error, fabric_alerts_left())) from error
+
+
+def fabric_alerts_left():
+    return [(alert["labels"]["alertname"], alert["labels"].get("host"), alert["labels"].get("rail"),
+             alert["status"]["state"]) for kind in ("drain", "report")
+            for alert in lab.active_alerts(gpufabric_remediation=kind)]
 
 
 def test_every_decision_is_in_the_controllers_journal_and_the_rulebook_still_runs(rulebook):
