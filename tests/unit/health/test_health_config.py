@@ -217,7 +217,11 @@ def test_node_exporter_s_web_config_is_root_s_and_its_service_group_s():
         "basic_auth_users": {"p": "$2b$04$8F4wz3ZpKcbpbPTEHqV3Qe0Q4YHr8cuHjqYzz9mLkbrZ0uESmdtly"},
         "listen_address": "127.0.0.1", "port": 9100, "textfile_dir": "/t", "ethtool": False}) if item["path"] == "/w"]
     assert entry["mode"] == 0o640 and entry["secret"]
-    assert entry["owner"] == (0, grp.getgrnam("prometheus").gr_gid)
+    try:
+        expected = (0, grp.getgrnam("prometheus").gr_gid)
+    except KeyError:  # no prometheus package here (the compat runs' Debian 13 container): root keeps the file
+        expected = None
+    assert entry["owner"] == expected
 
 
 def test_the_listen_address_is_one_of_the_hosts_own():
