@@ -133,8 +133,10 @@ def run_command(argv, timeout=COMMAND_TIMEOUT_S):
     """(exit code, stdout) of a read-only command, decoded as UTF-8 with replacement. A missing program raises
     FileNotFoundError; one that does not answer within timeout seconds is killed and raises CommandTimeout."""
     _reap_abandoned()
-    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
+    # The sampler is a host program, not a module: there is no AnsibleModule.run_command, and it needs its own
+    # session to kill a hung command's children with it.
+    process = subprocess.Popen(  # pylint: disable=ansible-bad-function
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         out, _err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
