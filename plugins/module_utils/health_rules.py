@@ -270,7 +270,7 @@ def file_sd_targets(targets):
 
 
 def prometheus_config(rule_files, targets_file, alertmanagers, scrape_interval="10s", evaluation_interval="10s",
-                      job="gpufabric", alertmanager_client=None):
+                      job=SCRAPE_JOB, alertmanager_client=None):
     """A whole prometheus.yml for a Prometheus this collection runs (the lab's monitoring node): one job scraping
     the file_sd targets, the rule files, and the Alertmanagers (host:port), reached with alertmanager_client (scheme,
     basic_auth, tls_config: Prometheus's alertmanager_config keys). Users who bring their own Prometheus add the job
