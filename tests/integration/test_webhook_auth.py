@@ -158,18 +158,23 @@ def test_alertmanager_s_generated_receiver_delivers_with_the_token_file(rulebook
         webhook_token_file=str(token_file), alertmanager_timing={"group_wait": "0s"})["alertmanager"]
     (tmp_path / "am").mkdir()
     with alertmanager_process(tmp_path / "am", config) as alertmanager:
-        # Labels of an alert no rule acts on but the receiver's route sends: delivery is the test, not a drain.
-        labels = {"alertname": "GpufabricLeafDown", "gpufabric_scope": "leaf", "gpufabric_remediation": "report",
-                  "leaf": "leaf-x", "rail": "rail9"}
-        request = urllib.request.Request(alertmanager + "/api/v2/alerts", data=json.dumps([{"labels": labels}]).encode(),
-                                         headers={"Content-Type": "application/json"}, method="POST")
-        urllib.request.urlopen(request, timeout=5).read()
+        post_report_alert(alertmanager)
         if delivered:
             book.wait_for(lambda: book.text().count("accepted 1 alerts") >= 2, "Alertmanager's notification accepted", 60)
         else:
             book.wait_for(lambda: "refused a notification (unauthorized" in book.text(), "Alertmanager refused", 60)
             assert book.text().count("alertmanager_webhook: accepted") == 1  # the test's own probe alone
     assert TOKEN not in book.text() and alertmanager_token not in book.text()
+
+
+def post_report_alert(alertmanager):
+    """An alert no rule acts on but the receiver's route sends, posted to Alertmanager: delivery is the test, not a
+    drain."""
+    labels = {"alertname": "GpufabricLeafDown", "gpufabric_scope": "leaf", "gpufabric_remediation": "report",
+              "leaf": "leaf-x", "rail": "rail9"}
+    request = urllib.request.Request(alertmanager + "/api/v2/alerts", data=json.dumps([{"labels": labels}]).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    urllib.request.urlopen(request, timeout=5).read()
 
 
 @pytest.mark.skipif(ALERTMANAGER is None or shutil.which("openssl") is None,
@@ -195,10 +200,6 @@ def test_alertmanager_delivers_over_https_checking_the_webhook_s_certificate(rul
         alertmanager_timing={"group_wait": "0s"})["alertmanager"]
     (tmp_path / "am").mkdir()
     with alertmanager_process(tmp_path / "am", config) as alertmanager:
-        labels = {"alertname": "GpufabricLeafDown", "gpufabric_scope": "leaf", "gpufabric_remediation": "report",
-                  "leaf": "leaf-x", "rail": "rail9"}
-        request = urllib.request.Request(alertmanager + "/api/v2/alerts", data=json.dumps([{"labels": labels}]).encode(),
-                                         headers={"Content-Type": "application/json"}, method="POST")
-        urllib.request.urlopen(request, timeout=5).read()
+        post_report_alert(alertmanager)
         book.wait_for(lambda: "accepted 1 alerts" in book.text(), "Alertmanager's notification over https", 60)
     assert TOKEN not in book.text()
