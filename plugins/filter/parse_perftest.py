@@ -128,10 +128,18 @@ _value:
       type: float
       sample: 1.03
     warnings:
-      description: Lines printed inside the results table that are not rows.
+      description:
+        - Lines printed inside the results table that are not rows, and perftest's warnings that it could not
+          measure the CPU clock.
       type: list
       elements: str
       sample: ["Conflicting CPU frequency values detected: 1200.535000 != 1251.336000. CPU Frequency is not max."]
+    clock_unmeasured:
+      description:
+        - True when perftest said it could not measure the CPU clock and printed only zero bandwidth - it converts
+          cycles to time with that clock, so the zeros are no measurement (a busy host or VM).
+      type: bool
+      sample: false
     error:
       description: Null, or the tool's own error lines joined with C(; ) when the run failed.
       type: str

@@ -189,6 +189,9 @@ def parse_perftest(text):
       t_typical_us_min: the lowest typical latency of the rows (usec), None without one.
       warnings: lines printed inside the results table that are not rows, and perftest's own warnings
         that it could not measure the CPU clock (its figures are then unreliable).
+      clock_unmeasured: True when perftest said it could not measure the CPU clock and printed only zero
+        bandwidth: it converts cycles to time with that clock, so the zeros are no measurement (a busy host or
+        VM; measuring again may succeed).
       error: None, or the tool's own error lines joined with "; " when the run failed
         (rows printed before the failure are kept).
       errors: what the parser could not read: a results table without rows, a client output that
@@ -215,6 +218,7 @@ def parse_perftest(text):
         "bw_avg_gbps_max": None,
         "t_typical_us_min": None,
         "warnings": [],
+        "clock_unmeasured": False,
         "error": None,
         "errors": [],
     }
@@ -300,6 +304,11 @@ def parse_perftest(text):
     result["gid_index"] = _int_or_none(parameters.get("GID index"))
     averages = [row["bw_avg_gbps"] for row in result["rows"] if row.get("bw_avg_gbps") is not None]
     result["bw_avg_gbps_max"] = max(averages) if averages else None
+    # perftest timed the run with a clock it could not measure (its r^2 check failed): with -F it goes on and
+    # divides by a clock rate of 0, printing zeros (without -F it prints "Can't produce a report").
+    result["clock_unmeasured"] = bool(
+        result["kind"] == "bw" and result["rows"] and any(_CLOCK_WARNING.search(w) for w in result["warnings"])
+        and not any(row.get("bw_avg_gbps") or row.get("bw_peak_gbps") for row in result["rows"]))
     typicals = [row["t_typical_us"] for row in result["rows"] if row.get("t_typical_us") is not None]
     result["t_typical_us_min"] = min(typicals) if typicals else None
     result["error"] = "; ".join(errors) if errors else None

@@ -91,6 +91,9 @@ def verify_problems(settings, hosts=None):
         problem = int_range_problem(name, get(name, default), low)
         if problem:
             problems.append(problem)
+    problem = int_range_problem("verify_clock_retries", get("verify_clock_retries", 1), 0, 5)
+    if problem:
+        problems.append(problem)
     problem = int_range_problem("verify_message_size", get("verify_message_size"), 1, allow_none=True,
                                 rule="must be null (perftest's default) or a size in bytes of at least 1")
     if problem:

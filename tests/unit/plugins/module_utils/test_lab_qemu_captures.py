@@ -376,6 +376,12 @@ def test_ib_write_bw_over_the_vlan_gid_with_an_unmeasurable_clock_is_flagged():
     # Zeros, with perftest's reason before its title: the cycle counter gave no usable clock on a loaded host.
     assert run["bw_avg_gbps_max"] == 0.0
     assert run["warnings"] == ["Correlation coefficient r^2: 0.798944 < 0.9"]
+    assert run["clock_unmeasured"] is True
+
+
+@pytest.mark.parametrize("side", ["client", "server"])
+def test_a_measured_run_is_not_flagged_as_unmeasured(side):
+    assert parse_perftest(_read("lab-qemu-ib_write_bw-rxe0-%s.txt" % side))["clock_unmeasured"] is False
 
 
 # The paths for hosts without GPUs (the rdma_kernel scenario's VMs, storage nodes): rails from the RDMA devices

@@ -185,6 +185,8 @@ def test_verify_defaults_and_example_inventory_pass():
     ({"verify_duration": 0}, "verify_duration", ["at least 1"]),
     ({"verify_poll_interval": 0}, "verify_poll_interval", ["at least 1"]),
     ({"verify_timeout_margin": -1}, "verify_timeout_margin", ["at least 0"]),
+    ({"verify_clock_retries": -1}, "verify_clock_retries", ["from 0 to 5"]),
+    ({"verify_clock_retries": 9}, "verify_clock_retries", ["from 0 to 5"]),
     ({"verify_streams": 0}, "verify_streams", ["at least 1"]),
     ({"verify_qps": 0}, "verify_qps", ["at least 1"]),
     ({"verify_message_size": 0}, "verify_message_size", ["at least 1"]),
