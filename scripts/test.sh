@@ -3,7 +3,7 @@
 # unit tests, the browser check of the report, then ansible-lint (production), ansible-test sanity on every
 # ansible-core release of the declared range, ansible-doc, the packaging test, the changelog, the AWX checks, every
 # Molecule scenario and the lab tests (tests/integration/). Extra arguments go to pytest. Each stage prints its time.
-# Two workers: the scenarios that depend on timers or rates on one, the rest on the other at a lower priority
+# Three workers: the scenarios that depend on timers or rates on one, the rest on two others at a lower priority
 # (tests/conftest.py says which and why).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -57,7 +57,7 @@ lab_images=$!
 source "$ROOT/scripts/env.sh"
 cd "$ROOT"
 rc=0
-stage pytest pytest -p no:cacheprovider -o console_output_style=count --durations=40 -n 2 --dist loadgroup \
+stage pytest pytest -p no:cacheprovider -o console_output_style=count --durations=40 -n 3 --dist loadgroup \
     tests/unit tests/browser tests/integration "$@" || rc=$?
 # Long done by now; nothing of them outlives this script.
 wait "$vm_snapshot" || true

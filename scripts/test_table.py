@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""The end-of-run table of scripts/test.sh: each stage, each scenario and other long test with its time, and the two
+"""The end-of-run table of scripts/test.sh: each stage, each scenario and other long test with its time, and the
 pytest workers' busy and idle time, so that whoever reads a CI log sees where its minutes went.
 
 Inputs, under .cache/test-logs: stages.tsv (name, seconds, exit status; one line per stage of test.sh),
