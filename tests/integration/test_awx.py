@@ -26,6 +26,13 @@ def test_ansible_builder_creates_a_complete_build_context(tmp_path):
                                                     "-c", str(context)], timeout=300)
     assert rc == 0, tail(out)
     containerfile = (context / "Containerfile").read_text()
+    # A base image anyone can pull, by name (no placeholder, no local tag), overridable with --build-arg.
+    assert 'ARG EE_BASE_IMAGE="centos:stream9"' in containerfile
+    assert "python3.11" in containerfile
+    # No tarball version is written anywhere but galaxy.yml.
+    for path in ("execution-environment.yml", "meta/ee/requirements.yml", "meta/execution-environment.yml",
+                 "README.md", "Makefile"):
+        assert "gpufabric-core-0" not in (ROOT / path).read_text() and "gpufabric-ee:0" not in (ROOT / path).read_text()
     assert "ansible-galaxy collection install" in containerfile
     assert "COPY _build/collections/ /tmp/gpufabric-collections/" in containerfile
     version = yaml.safe_load((ROOT / "galaxy.yml").read_text())["version"]
