@@ -251,8 +251,9 @@ def run(command, **kwargs):
 def changelog_rst(root, workdir):
     """The changelog page: antsibull-changelog's own rendering of changelogs/changelog.yaml.
 
-    Fragments not released yet are shown as the release galaxy.yml names, marked unreleased; the release runs on a
-    copy, so the repository's changelog and fragments stay as they are.
+    Fragments not released yet are shown as the release galaxy.yml names (the next minor release when that one is
+    released already), marked unreleased; the release runs on a copy, so the repository's changelog and fragments
+    stay as they are.
     """
     copy = Path(workdir) / "changelog"
     copy.mkdir()
@@ -261,7 +262,11 @@ def changelog_rst(root, workdir):
     version = str(yaml.safe_load((root / "galaxy.yml").read_text(encoding="utf-8"))["version"])
     released = (yaml.safe_load((root / "changelogs" / "changelog.yaml").read_text(encoding="utf-8")) or {}).get(
         "releases") or {}
-    unreleased = version not in released and any((root / "changelogs" / "fragments").glob("*.y*ml"))
+    if version in released:
+        # galaxy.yml still names the last release: fragments added since are the next minor release's.
+        major, minor = version.split(".")[:2]
+        version = "%s.%d.0" % (major, int(minor) + 1)
+    unreleased = any((root / "changelogs" / "fragments").glob("*.y*ml"))
     if unreleased:
         (copy / "changelogs" / "fragments" / "docs_site_unreleased.yml").write_text(
             "release_summary: Not released yet. These are the changes in changelogs/fragments/ that the next release"

@@ -229,8 +229,10 @@ def test_docs_site_builds_without_warnings_with_a_page_per_plugin_role_and_the_c
         for name in docs.main_options(ROOT / "roles" / role):
             assert name in page, (role, name)
     changelog = (html / "changelog.html").read_text(encoding="utf-8")
+    # Every release, and every fragment not released yet.
+    for version in yaml.safe_load((ROOT / "changelogs" / "changelog.yaml").read_text(encoding="utf-8"))["releases"]:
+        assert "v%s" % version in changelog, version
     fragments = sorted((ROOT / "changelogs" / "fragments").glob("*.yml"))
-    assert fragments
     for fragment in fragments:
         # The trivial section is left out of the changelog by design (changelogs/config.yaml).
         sections = {name: section for name, section in (yaml.safe_load(fragment.read_text(encoding="utf-8")) or {}).items()
