@@ -177,8 +177,8 @@ def inventory_values_in_a_play(tmp_path, names, extra_vars=None):
         "name": "Read the surveyed variables as a job sees them", "hosts": "localhost", "gather_facts": False,
         "connection": "local",
         "vars": {"ansible_python_interpreter": "{{ ansible_playbook_python }}", "__names": sorted(names)},
-        "tasks": [{"name": "Write them", "ansible.builtin.copy": {"dest": str(out), "mode": "0644",
-                                                                   "content": content}}],
+        "tasks": [{"name": "Write them",
+                   "ansible.builtin.copy": {"dest": str(out), "mode": "0644", "content": content}}],
     }]))
     command = ["ansible-playbook", "-i", str(ROOT / "inventories" / "example"), str(playbook)]
     if extra_vars:
