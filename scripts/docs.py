@@ -4,8 +4,8 @@
 `scripts/docs.py`            writes each role's variable table, from its meta/argument_specs.yml, into its README.md
                              between the markers below (the rest of the README is prose and stays as written).
 `scripts/docs.py --check`    writes nothing; exits 1 naming every README whose generated part is stale.
-`scripts/docs.py site DEST`  builds the collection's docs site (plugins, roles, changelog) with antsibull-docs and
-                             Sphinx into DEST, failing on any Sphinx warning.
+`scripts/docs.py site DEST`  builds the collection's docs site (plugins, roles, the guides in docs/*.md, changelog)
+                             with antsibull-docs and Sphinx into DEST, failing on any Sphinx warning.
 
 Run it with the project's virtual environment (`source scripts/env.sh`): `site` needs antsibull-docs,
 antsibull-changelog and Sphinx from there, and ANSIBLE_COLLECTIONS_PATH to find gpufabric.core.
@@ -251,8 +251,9 @@ def run(command, **kwargs):
 def changelog_rst(root, workdir):
     """The changelog page: antsibull-changelog's own rendering of changelogs/changelog.yaml.
 
-    Fragments not released yet are shown as the release galaxy.yml names, marked unreleased; the release runs on a
-    copy, so the repository's changelog and fragments stay as they are.
+    Fragments not released yet are shown as the release galaxy.yml names (the next minor release when that one is
+    released already), marked unreleased; the release runs on a copy, so the repository's changelog and fragments
+    stay as they are.
     """
     copy = Path(workdir) / "changelog"
     copy.mkdir()
@@ -261,7 +262,11 @@ def changelog_rst(root, workdir):
     version = str(yaml.safe_load((root / "galaxy.yml").read_text(encoding="utf-8"))["version"])
     released = (yaml.safe_load((root / "changelogs" / "changelog.yaml").read_text(encoding="utf-8")) or {}).get(
         "releases") or {}
-    unreleased = version not in released and any((root / "changelogs" / "fragments").glob("*.y*ml"))
+    if version in released:
+        # galaxy.yml still names the last release: fragments added since are the next minor release's.
+        major, minor = version.split(".")[:2]
+        version = "%s.%d.0" % (major, int(minor) + 1)
+    unreleased = any((root / "changelogs" / "fragments").glob("*.y*ml"))
     if unreleased:
         (copy / "changelogs" / "fragments" / "docs_site_unreleased.yml").write_text(
             "release_summary: Not released yet. These are the changes in changelogs/fragments/ that the next release"
@@ -278,6 +283,65 @@ def changelog_rst(root, workdir):
     return ".. _gpufabric_core_changelog:\n\n" + text
 
 
+# --- The guides (docs/*.md) in the site ----------------------------------------------------------------------------
+# Rendered to HTML by markdown-it-py (already pinned; myst-parser was reported to conflict with its 4.3) and
+# embedded in a reST page whose title is the guide's first heading, so that Sphinx lists them in its navigation.
+
+GUIDES_DIR = "docs"
+
+
+def guide_paths(root=ROOT):
+    return sorted((root / GUIDES_DIR).glob("*.md"))
+
+
+def rst_title(markdown_title):
+    """A Markdown heading's text as a reST title line: code spans become literals, the rest is escaped."""
+    parts = re.split(r"(`[^`]+`)", markdown_title.strip())
+    out = []
+    for part in parts:
+        if part.startswith("`") and part.endswith("`") and len(part) > 1:
+            out.append("``%s``" % part[1:-1])
+        else:
+            out.append(re.sub(r"([\\*_|`])", r"\\\1", part))
+    return "".join(out)
+
+
+def guide_rst(path):
+    """One guide as a reST page: its first `# ` heading as the title, the rest as HTML."""
+    try:
+        from markdown_it import MarkdownIt
+    except ImportError:
+        raise DocsError("markdown-it-py is missing; run it with the project's virtual environment")
+    text = path.read_text(encoding="utf-8")
+    match = re.match(r"# (.+)\n", text)
+    if not match:
+        raise DocsError("%s: the guide does not start with a '# ' title" % path)
+    title = rst_title(match.group(1))
+    html = MarkdownIt("commonmark").enable("table").render(text[match.end():])
+    # Links between guides: the page, not the Markdown file.
+    html = re.sub(r'href="([A-Za-z0-9_-]+)\.md(#[^"]*)?"', r'href="\1.html\2"', html)
+    body = "\n".join(("   " + line) if line.strip() else "" for line in html.splitlines())
+    return ".. _gpufabric_core_guide_%s:\n\n%s\n%s\n\n.. raw:: html\n\n%s\n" % (
+        path.stem, title, "=" * len(title), body)
+
+
+def write_guides(root, rst_dir, extra_dir):
+    """guides/<name>.rst per guide, and the images the guides show under the output's guides/images/."""
+    (rst_dir / "guides").mkdir(parents=True, exist_ok=True)
+    for path in guide_paths(root):
+        (rst_dir / "guides" / (path.stem + ".rst")).write_text(guide_rst(path), encoding="utf-8")
+    images = root / GUIDES_DIR / "images"
+    if images.is_dir():
+        shutil.copytree(images, extra_dir / "guides" / "images")
+
+
+def index_rst(root=ROOT):
+    guides = "".join("   guides/%s\n" % path.stem for path in guide_paths(root))
+    toctree = ".. toctree::\n   :maxdepth: 1\n   :caption: Guides:\n\n" + guides + "\n" if guides else ""
+    return INDEX_RST.replace(".. toctree::\n   :maxdepth: 1\n   :caption: Changelog:",
+                             toctree + ".. toctree::\n   :maxdepth: 1\n   :caption: Changelog:", 1)
+
+
 INDEX_RST = """
 .. _docsite_root_index:
 
@@ -286,8 +350,8 @@ gpufabric.core
 
 Configure and verify the communication layer of GPU training servers: RDMA, LACP bonds and VLANs, IPsec, cooling,
 NCCL and bandwidth gates. Every page here is generated from the collection itself: plugin pages from their
-DOCUMENTATION, EXAMPLES and RETURN, role pages from their ``meta/argument_specs.yml``, the changelog from
-``changelogs/``.
+DOCUMENTATION, EXAMPLES and RETURN, role pages from their ``meta/argument_specs.yml``, the guides from
+``docs/*.md``, the changelog from ``changelogs/``.
 
 .. toctree::
    :maxdepth: 2
@@ -331,17 +395,20 @@ def build_site(dest, root=ROOT):
     dest.mkdir(parents=True)
     with tempfile.TemporaryDirectory(prefix="gpufabric-docs-") as workdir:
         index = Path(workdir) / "index.rst"
-        index.write_text(INDEX_RST, encoding="utf-8")
+        index.write_text(index_rst(root), encoding="utf-8")
         run(["antsibull-docs", "sphinx-init", "--use-current", "--dest-dir", dest, "--fail-on-error",
              "--project", COLLECTION, "--copyright", "gpufabric.core maintainers",
              "--title", "gpufabric.core documentation", "--index-rst-source", index, COLLECTION])
         with open(dest / "conf.py", "a", encoding="utf-8") as conf:
             conf.write(CONF_ADDITIONS.format(scripts=str(root / "scripts")))
+            conf.write('html_extra_path = ["extra"]\n')
+        (dest / "extra").mkdir()
         rst = dest / "rst"
         rst.chmod(0o755)  # antsibull-docs wants the directory writable by itself only
         run(["antsibull-docs", "--config-file", dest / "antsibull-docs.cfg", "collection", "--use-current",
              "--fail-on-error", "--dest-dir", rst, COLLECTION])
         (rst / "changelog.rst").write_text(changelog_rst(root, workdir), encoding="utf-8")
+        write_guides(root, rst, dest / "extra")
     run(["sphinx-build", "-M", "html", rst, dest / "build", "-c", dest, "-W", "--keep-going", "-q"])
     html = dest / "build" / "html"
     print("docs site: %s" % (html / "index.html"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: bonding_problems
 short_description: List what is wrong with the gpufabric.core.bonding role's variables
-version_added: "0.2.0"
+version_added: "0.1.0"
 description:
   - Checks the variables of the C(gpufabric.core.bonding) role on the controller, after their types and choices
     have passed the role's argument specs, and returns one sentence per problem, each naming the variable and the

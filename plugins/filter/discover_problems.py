@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: discover_problems
 short_description: List what is wrong with the variables of playbooks/discover.yml
-version_added: "0.2.0"
+version_added: "0.1.0"
 description:
   - Checks the play variables of C(playbooks/discover.yml) and each host's fabric variables on the controller and
     returns one sentence per problem, naming the variable (and the host). An empty list means they are usable.

@@ -9,7 +9,7 @@ from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors impor
 DOCUMENTATION = r"""
 name: host_problems
 short_description: Say why a host's operating system or service manager does not suit a gpufabric.core role
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - "Takes the host's gathered facts and returns one sentence per problem (empty when the host suits the role): an
     OS family the role does not support, a service manager other than systemd where the role needs systemd, a

@@ -15,7 +15,7 @@ from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors impor
 DOCUMENTATION = r"""
 name: inventory_problems
 short_description: Find what two hosts of an inventory both claim (an address, a BMC, a BGP router ID)
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - "Each role checks one host's variables; this filter compares the hosts. It returns, for every host that claims
     what another host claims, one sentence per clash naming both hosts and both variables (hosts without a clash are

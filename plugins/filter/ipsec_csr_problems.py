@@ -11,7 +11,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_pki import HA
 DOCUMENTATION = r"""
 name: ipsec_csr_problems
 short_description: Say why the ipsec role's CA must not sign a host's certificate signing request
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - "The request is made on the host (its private key never leaves it) and comes back to the controller in a task
     result: a host could send anything. Before the CA signs, this filter checks the request against what the

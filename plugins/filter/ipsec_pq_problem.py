@@ -9,7 +9,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs impo
 DOCUMENTATION = r"""
 name: ipsec_pq_problem
 short_description: Say why a host's strongSwan cannot do the ML-KEM that ipsec_pq_kex requires
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - "Returns one sentence naming C(ipsec_pq_kex), the host and its strongSwan when the value requires an ML-KEM
     (C(mlkem512), C(mlkem768), C(mlkem1024)) that the host cannot do, and an empty string otherwise (also for

@@ -10,7 +10,7 @@ from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors impor
 DOCUMENTATION = r"""
 name: remediation_fabric_map
 short_description: The fabric map with the rails behind firing leaf and rail alerts marked down
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - Returns a copy of the fabric map in which, for each firing leaf alert, the rail it names (every rail when it
     names none) of every host behind that leaf is down, with the alert in its state; a rail alert takes that rail

@@ -12,7 +12,7 @@ from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors impor
 DOCUMENTATION = r"""
 name: remediation_firing
 short_description: Per host, the node alerts Alertmanager shows firing for it
-version_added: 0.3.0
+version_added: "0.1.0"
 description:
   - Takes Alertmanager's own list of alerts (the JSON of C(GET /api/v2/alerts)) and returns, per C(host) label, the
     names of the node-scoped alerts that are active, silenced or inhibited - a node with one stays drained, a host

@@ -10,7 +10,7 @@ from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors impor
 DOCUMENTATION = r"""
 name: remediation_peers
 short_description: Choose a healthy peer behind the same leaf for each node the remediation loop re-verifies
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - For each node alert of P(gpufabric.core.remediation_plan#filter), the first candidate host (natural order) whose
     same rail reaches the same leaf in the fabric map, is up there, is in service in Slurm (neither drained nor down,

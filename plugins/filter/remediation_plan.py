@@ -13,7 +13,7 @@ from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors impor
 DOCUMENTATION = r"""
 name: remediation_plan
 short_description: Read Alertmanager's alerts into what the remediation loop does with each
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - Takes the alerts of an Alertmanager webhook (payload version 4) in any of the shapes they reach a playbook - the
     payload, an ansible-rulebook event holding it (C(ansible_eda.event)), one alert split out of it by

@@ -10,7 +10,7 @@ from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors impor
 DOCUMENTATION = r"""
 name: remediation_problems
 short_description: List what is wrong with the gpufabric.core.remediation role's variables
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - Checks the variables of the C(gpufabric.core.remediation) role on the controller, after their types have passed
     the role's argument specs, and returns one sentence per problem, each naming the variable. An empty list means

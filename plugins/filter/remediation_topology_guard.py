@@ -12,7 +12,7 @@ from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors impor
 DOCUMENTATION = r"""
 name: remediation_topology_guard
 short_description: Whether the remediation guard lets a topology without the dead leaves take their hosts out
-version_added: 0.3.0
+version_added: "0.1.0"
 description:
   - For the fabric map and the firing leaf and rail alerts that P(gpufabric.core.remediation_fabric_map#filter)
     would take down, the Slurm nodes that Slurm's topology would then leave out, and whether the loop's guard allows

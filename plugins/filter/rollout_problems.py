@@ -10,7 +10,7 @@ from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors impor
 DOCUMENTATION = r"""
 name: rollout_problems
 short_description: List what is wrong with the rolling-batch variables of the collection's playbooks
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - Checks C(gpufabric_serial) (a number of hosts of at least 1, a whole percentage from 1% to 100%, or a list of
     them) and C(gpufabric_max_fail_percentage) (0-100) when they are present, and returns one sentence per problem

@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: rollout_serial
 short_description: Pass a play's serial through, refusing one Ansible would misread
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - Returns its input when it is a usable C(serial) - a number of hosts of at least 1, a whole percentage from 1%
     to 100%, or a list of them - and fails naming C(gpufabric_serial) otherwise.

@@ -9,7 +9,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.variable_names impo
 DOCUMENTATION = r"""
 name: variable_name_problems
 short_description: Name the variables of a host that look like the collection's but that nothing reads
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - Ansible ignores a variable that nothing reads. A misspelt prefix (C(rmda_expected_rate_gbps)) or a misspelt
     fleet variable (C(gpufabric_rail_interface)) leaves the real one at its default without a word.

@@ -12,12 +12,12 @@ from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors impor
 DOCUMENTATION = r"""
 name: verify_mode
 short_description: When a role's verification runs, from its <role>_verify variable
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - "Every role's C(<role>_verify) takes one of C(after_change) (verify after this run changed what the role
     manages, or when only the role's verify phase is selected by tags), C(always) (every run: a scheduled audit) and
     C(never). This filter returns that mode."
-  - "The booleans some roles took before 0.2.0 are deprecated and accepted until 0.3.0, with the meaning they had:
+  - "The booleans some roles took before 0.1.0 are deprecated and accepted until 0.2.0, with the meaning they had:
     C(false) is C(never), C(true) is O(true_means). The filter issues a deprecation warning naming the variable and
     the value to use instead."
   - Any other value is an error naming the variable (the roles' argument specs refuse it first).
@@ -31,7 +31,7 @@ options:
     type: str
     required: true
   true_means:
-    description: What the deprecated C(true) meant in this role before 0.2.0.
+    description: What the deprecated C(true) meant in this role before 0.1.0.
     type: str
     choices: [after_change, always]
     default: after_change
@@ -60,7 +60,7 @@ def verify_mode_filter(value, name, true_means="after_change"):
     if isinstance(value, bool):
         Display().deprecated(
             "%s: %s is deprecated, use %s" % (name, str(value).lower(), mode),
-            version="0.3.0", collection_name="gpufabric.core")
+            version="0.2.0", collection_name="gpufabric.core")
     return mode
 
 

@@ -10,7 +10,7 @@ from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors impor
 DOCUMENTATION = r"""
 name: verify_problems
 short_description: List what is wrong with one host's gpufabric.core.verify role variables
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - Checks one host's variables of the C(gpufabric.core.verify) role on the controller, after their types and
     choices have passed the role's argument specs, and returns one sentence per problem, each naming the variable

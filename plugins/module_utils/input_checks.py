@@ -196,8 +196,8 @@ def path_problems(name, value, under=(), exact=(), allow_empty=False, what="path
     return problems
 
 
-# Every role's <role>_verify: when its verification phase runs. One type for all roles since 0.2.0; the booleans
-# some roles took before are deprecated (accepted until 0.3.0): false meant never, true what that role did then,
+# Every role's <role>_verify: when its verification phase runs. One type for all roles since 0.1.0; the booleans
+# some roles took before are deprecated (accepted until 0.2.0): false meant never, true what that role did then,
 # after a change (bonding, cooling, ipsec, nccl) or on every run (routing).
 VERIFY_MODES = ("after_change", "always", "never")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: remediation_event
 short_description: Read the remediation run's alerts as data, never as templates
-version_added: "0.3.0"
+version_added: "0.1.0"
 description:
   - Returns the alerts a run of C(playbooks/remediate.yml) was given - the variable C(remediation_alerts) (a run by
     hand, C(-e @alert.json), or an AWX survey), else the rulebook's event C(ansible_eda.event) - as a list of

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: report_files
 short_description: Write a report's files (for example its JSON and HTML) into one directory as one transaction
-version_added: "0.2.0"
+version_added: "0.1.0"
 description:
   - Creates the directory when it is missing and brings every named file to the given text and mode, all of them
     or none (M(gpufabric.core.nccl_env) and M(gpufabric.core.cooling_config) use the same transaction code). A

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: slurm_node_state
 short_description: Drain a Slurm node for a fabric alert, or return it to service, under the remediation loop's guards
-version_added: "0.2.0"
+version_added: "0.1.0"
 description:
   - Runs on the Slurm controller (any host where C(scontrol) reaches slurmctld). Inside an exclusive lock held in
     O(state_dir), it reads every node (C(scontrol show node)), decides, acts with C(scontrol update) and records the

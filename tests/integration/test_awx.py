@@ -8,7 +8,6 @@ test_site.py.
 
 import json
 from pathlib import Path
-import shutil
 import subprocess
 
 import pytest
@@ -26,6 +25,13 @@ def test_ansible_builder_creates_a_complete_build_context(tmp_path):
                                                     "-c", str(context)], timeout=300)
     assert rc == 0, tail(out)
     containerfile = (context / "Containerfile").read_text()
+    # A base image anyone can pull, by name (no placeholder, no local tag), overridable with --build-arg.
+    assert 'ARG EE_BASE_IMAGE="centos:stream9"' in containerfile
+    assert "python3.11" in containerfile
+    # No tarball version is written anywhere but galaxy.yml.
+    for path in ("execution-environment.yml", "meta/ee/requirements.yml", "meta/execution-environment.yml",
+                 "README.md", "Makefile"):
+        assert "gpufabric-core-0" not in (ROOT / path).read_text() and "gpufabric-ee:0" not in (ROOT / path).read_text()
     assert "ansible-galaxy collection install" in containerfile
     assert "COPY _build/collections/ /tmp/gpufabric-collections/" in containerfile
     version = yaml.safe_load((ROOT / "galaxy.yml").read_text())["version"]
@@ -80,8 +86,9 @@ def test_the_bmc_credential_injects_the_password_the_inventorys_bmc_endpoints_re
     assert passwords and set(passwords) == {"{{ gpufabric_bmc_password }}"}, passwords
 
 
-def test_survey_specs_render_for_every_role(tmp_path):
-    """Template the same expression the job template task uses, on the real argument_specs of every role."""
+def render_surveys(tmp_path):
+    """Template the same expression the job template task uses, on the real argument_specs of every role; returns
+    {job template name: survey spec} for the templates with a survey."""
     play = yaml.safe_load((ROOT / "playbooks" / "awx_configure.yml").read_text())[0]
     roles = [t["role"] for t in play["vars"]["awx_job_templates"] if t["role"]]
     playbook = tmp_path / "surveys.yml"
@@ -96,8 +103,21 @@ def test_survey_specs_render_for_every_role(tmp_path):
     proc = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", str(playbook)], cwd=ROOT,
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    for role in roles:
-        survey = yaml.safe_load((tmp_path / f"{role}.json").read_text())
+    return {t["name"]: json.loads((tmp_path / f"{t['role']}.json").read_text())
+            for t in play["vars"]["awx_job_templates"] if t["role"]}
+
+
+@pytest.fixture(scope="module")
+def surveys(tmp_path_factory):
+    return render_surveys(tmp_path_factory.mktemp("surveys"))
+
+
+def test_survey_specs_render_for_every_role(surveys):
+    play = yaml.safe_load((ROOT / "playbooks" / "awx_configure.yml").read_text())[0]
+    roles = {t["name"]: t["role"] for t in play["vars"]["awx_job_templates"] if t["role"]}
+    assert set(surveys) == set(roles)
+    for name, survey in surveys.items():
+        role = roles[name]
         specs = yaml.safe_load((ROOT / "roles" / role / "meta" / "argument_specs.yml").read_text())
         options = specs["argument_specs"]["main"]["options"]
         assert survey["spec"], f"{role}: no survey questions"
@@ -108,7 +128,88 @@ def test_survey_specs_render_for_every_role(tmp_path):
             if option.get("choices"):
                 assert question["type"] == "multiplechoice"
                 assert question["choices"] == [str(c) for c in option["choices"]]
-    shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+# A launch as AWX builds it. AWX's SurveyJobTemplateMixin (awx/main/models/mixins.py: _update_unified_job_kwargs and
+# _survey_element_validation) gives the job, as extra vars (Ansible's highest precedence): the template's own extra
+# vars, over them every survey default that passes its question's validation, over those the launch's answers and
+# extra vars. An unanswered question without a default passes nothing.
+
+def survey_answer_errors(question, value):
+    """AWX's per-question check of a value (the part that decides whether a default is passed)."""
+    kind = question["type"]
+    if kind in ("text", "textarea", "password"):
+        return [] if isinstance(value, str) else ["expected a string"]
+    if kind == "integer":
+        # AWX tests the exact type: a bool is refused.
+        return [] if isinstance(value, int) and not isinstance(value, bool) else ["expected an integer"]
+    if kind == "float":
+        return [] if isinstance(value, (int, float)) and not isinstance(value, bool) else ["expected a number"]
+    if kind == "multiplechoice":
+        choices = question["choices"].split("\n") if isinstance(question["choices"], str) else question["choices"]
+        return [] if value in choices else ["not one of the choices"]
+    return []
+
+
+def awx_launch_extra_vars(survey, answers=None, template_extra_vars=None, job_id=4711):
+    extra_vars = dict(template_extra_vars or {})
+    for question in survey["spec"]:
+        default = question.get("default")
+        if default is not None and not survey_answer_errors(question, default):
+            extra_vars[question["variable"]] = default
+    for variable, value in (answers or {}).items():
+        question = next(q for q in survey["spec"] if q["variable"] == variable)
+        assert not survey_answer_errors(question, value), (variable, value)  # AWX refuses the launch otherwise
+        extra_vars[variable] = value
+    # AWX's own job variables (ipsec and check_inventory read awx_job_id).
+    extra_vars.update({"awx_job_id": job_id, "tower_job_id": job_id})
+    return extra_vars
+
+
+def inventory_values_in_a_play(tmp_path, names, extra_vars=None):
+    """What a play sees of each variable of `names` on every host of the example inventory, with these extra vars."""
+    out = tmp_path / ("values-%d.json" % len(list(tmp_path.glob("values-*.json"))))
+    content = ("{ {% for h in groups['all'] %}{{ h | to_json }}: { {% for v in __names %}{{ v | to_json }}: "
+               "{{ (hostvars[h][v] if v in hostvars[h] else '<undefined>') | to_json }}{{ '' if loop.last else ',' }}"
+               "{% endfor %} }{{ '' if loop.last else ',' }}{% endfor %} }")
+    playbook = tmp_path / "values.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "name": "Read the surveyed variables as a job sees them", "hosts": "localhost", "gather_facts": False,
+        "connection": "local",
+        "vars": {"ansible_python_interpreter": "{{ ansible_playbook_python }}", "__names": sorted(names)},
+        "tasks": [{"name": "Write them",
+                   "ansible.builtin.copy": {"dest": str(out), "mode": "0644", "content": content}}],
+    }]))
+    command = ["ansible-playbook", "-i", str(ROOT / "inventories" / "example"), str(playbook)]
+    if extra_vars:
+        command += ["-e", json.dumps(extra_vars)]
+    rc, output = run_logged("awx-launch-" + out.stem, command, timeout=300,
+                            env={"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default", "ANSIBLE_NOCOLOR": "1"})
+    assert rc == 0, tail(output)
+    return json.loads(out.read_text())
+
+
+def test_an_unanswered_survey_launch_leaves_every_inventory_value_unchanged(surveys, tmp_path):
+    """Every job template's survey, launched unanswered as AWX builds the job: each surveyed variable reaches the
+    play with the inventory's value on every host (rdma_expected_rate_gbps 400 on the HGX group, not 0); an answer
+    reaches it as given."""
+    names = {q["variable"] for survey in surveys.values() for q in survey["spec"]}
+    launches = {name: awx_launch_extra_vars(survey) for name, survey in surveys.items()}
+    # Nothing but AWX's job variables: no question passes anything when left empty.
+    assert all(set(extra) == {"awx_job_id", "tower_job_id"} for extra in launches.values()), launches
+    inventory = inventory_values_in_a_play(tmp_path, names)
+    assert inventory["gpu-r01-n01"]["rdma_expected_rate_gbps"] == 400
+    assert inventory["gpu-r01-n01"]["rdma_driver_source"] == "doca"
+    merged = {}
+    for extra in launches.values():
+        merged.update(extra)
+    assert inventory_values_in_a_play(tmp_path, names, merged) == inventory
+    # The same path carries an answer: the test would see a default that AWX passed.
+    answered = awx_launch_extra_vars(surveys["gpufabric rdma"], {"rdma_expected_rate_gbps": 200})
+    seen = inventory_values_in_a_play(tmp_path, names, answered)
+    assert {values["rdma_expected_rate_gbps"] for values in seen.values()} == {200}
+    assert {host: values["rdma_driver_source"] for host, values in seen.items()} == \
+        {host: values["rdma_driver_source"] for host, values in inventory.items()}
 
 
 # The whole fleet in one job, and a CA that outlives the job
@@ -194,7 +295,12 @@ def test_check_inventory_applies_the_same_awx_rule(extra, passes):
     if extra:
         command += ["-e", json.dumps(extra)]
     rc, out = run_logged("awx-check-inventory-%d" % len(extra), command, timeout=300,
-                         env={"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default", "ANSIBLE_NOCOLOR": "1"})
+                         env={"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default", "ANSIBLE_NOCOLOR": "1",
+                              "ANSIBLE_SHOW_CUSTOM_STATS": "1"})
+    # The job's artifacts in AWX (set_stats, summed over the hosts): how many were checked, which failed.
+    stats = json.loads(out.split("\tRUN: ", 1)[1].split("\n", 1)[0])
+    assert stats["gpufabric_check_inventory_hosts"] == 2, tail(out)
+    assert stats["gpufabric_check_inventory_failed_hosts"] == ([] if passes else ["inf-r03-n01", "inf-r03-n02"])
     if passes:
         assert rc == 0, tail(out)
     else:

@@ -206,6 +206,7 @@ def _pages_expected():
             if path.name != "__init__.py":
                 pages.add("collections/gpufabric/core/%s_%s.html" % (path.stem, kind))
     pages.update("collections/gpufabric/core/%s_role.html" % role for role in ROLES)
+    pages.update("guides/%s.html" % path.stem for path in (ROOT / "docs").glob("*.md"))
     return pages
 
 
@@ -228,9 +229,23 @@ def test_docs_site_builds_without_warnings_with_a_page_per_plugin_role_and_the_c
         page = (html / "collections" / "gpufabric" / "core" / ("%s_role.html" % role)).read_text(encoding="utf-8")
         for name in docs.main_options(ROOT / "roles" / role):
             assert name in page, (role, name)
+    # The guides (docs/*.md): every section heading, the tables as tables, the images beside them, in the navigation.
+    index = (html / "index.html").read_text(encoding="utf-8")
+    for guide in sorted((ROOT / "docs").glob("*.md")):
+        page = (html / "guides" / (guide.stem + ".html")).read_text(encoding="utf-8")
+        assert 'href="guides/%s.html"' % guide.stem in index, guide.name
+        text = guide.read_text(encoding="utf-8")
+        for heading in re.findall(r"^#{2,3} (.+)$", text, flags=re.MULTILINE):
+            words = re.sub(r"`", "", heading).split()[:3]
+            assert ">" + " ".join(words) in re.sub(r"</?code>", "", page), (guide.name, heading)
+        assert ("<table>" in page) == bool(re.search(r"^\|.*\|$", text, flags=re.MULTILINE)), guide.name
+        for image in re.findall(r"\]\((images/[^)]+)\)", text):
+            assert (html / "guides" / image).is_file(), image
     changelog = (html / "changelog.html").read_text(encoding="utf-8")
+    # Every release, and every fragment not released yet.
+    for version in yaml.safe_load((ROOT / "changelogs" / "changelog.yaml").read_text(encoding="utf-8"))["releases"]:
+        assert "v%s" % version in changelog, version
     fragments = sorted((ROOT / "changelogs" / "fragments").glob("*.yml"))
-    assert fragments
     for fragment in fragments:
         # The trivial section is left out of the changelog by design (changelogs/config.yaml).
         sections = {name: section for name, section in (yaml.safe_load(fragment.read_text(encoding="utf-8")) or {}).items()

@@ -25,8 +25,8 @@ def test_the_deprecated_booleans_mean_after_change_and_never_with_a_warning(monk
     assert verify_mode_filter(True, "routing_verify", true_means="always") == "always"
     assert warned[2][0] == "routing_verify: true is deprecated, use always"
     assert warned[:2] == [
-        ("bonding_verify: true is deprecated, use after_change", {"version": "0.3.0", "collection_name": "gpufabric.core"}),
-        ("routing_verify: false is deprecated, use never", {"version": "0.3.0", "collection_name": "gpufabric.core"})]
+        ("bonding_verify: true is deprecated, use after_change", {"version": "0.2.0", "collection_name": "gpufabric.core"}),
+        ("routing_verify: false is deprecated, use never", {"version": "0.2.0", "collection_name": "gpufabric.core"})]
 
 
 @pytest.mark.parametrize("value", ["yes", "True", "after-change", 1, None, ""])
