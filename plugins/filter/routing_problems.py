@@ -18,13 +18,16 @@ description:
     among the accepted ones; ECMP paths at least the number of uplinks."
   - "BFD intervals 10-60000 ms and multiplier 2-255 (FRR's limits); BGP hold 0 or 3-65535 s with the keepalive at
     most a third of it; the connect-retry timer 1-65535 s."
+  - "The ECMP hash: C(multipath_hash_policy) one of l3, l4, l3_inner, custom (checked when given), custom with a
+    non-empty C(multipath_hash_fields) of known field names."
   - Addresses are checked with netaddr.
 options:
   _input:
     description: The settings, the role's variables without their C(routing_) prefix (C(asn), C(uplinks),
       C(loopback_addresses), C(router_id), C(accept_prefixes), C(advertise_prefixes), C(verify_prefixes),
       C(maximum_paths), C(bfd_enabled), C(bfd_profile), C(bfd_transmit_interval), C(bfd_receive_interval),
-      C(bfd_detect_multiplier), C(bgp_keepalive), C(bgp_hold), C(bgp_connect_retry)).
+      C(bfd_detect_multiplier), C(bgp_keepalive), C(bgp_hold), C(bgp_connect_retry), C(multipath_hash_policy),
+      C(multipath_hash_fields)).
     type: dict
     required: true
   prefix:
@@ -62,13 +65,17 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked
+from ansible_collections.gpufabric.core.plugins.module_utils.multipath_hash import hash_settings_problems
 from ansible_collections.gpufabric.core.plugins.module_utils.routing_config import routing_problems as _problems
 
 
 def routing_problems(settings, prefix="routing_"):
     if not isinstance(prefix, str):
         raise AnsibleFilterError("gpufabric.core.routing_problems: prefix must be a string, got %r" % (prefix,))
-    return masked(_problems(settings, prefix), settings)
+    problems = _problems(settings, prefix)
+    if isinstance(settings, dict) and "multipath_hash_policy" in settings:
+        problems += hash_settings_problems(settings, prefix)
+    return masked(problems, settings)
 
 
 class FilterModule:

@@ -87,7 +87,8 @@ def verify_problems(settings, hosts=None):
     problems = []
     get = settings.get
     for name, default, low in (("verify_duration", 10, 1), ("verify_poll_interval", 2, 1),
-                               ("verify_timeout_margin", 30, 0), ("verify_streams", 1, 1), ("verify_qps", 1, 1)):
+                               ("verify_timeout_margin", 30, 0), ("verify_streams", 1, 1), ("verify_qps", 1, 1),
+                               ("verify_path_mtu_max_probes", 18, 2)):
         problem = int_range_problem(name, get(name, default), low)
         if problem:
             problems.append(problem)

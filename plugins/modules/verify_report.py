@@ -47,6 +47,14 @@ options:
     type: list
     elements: dict
     default: []
+  path_mtu:
+    description:
+      - Results of M(gpufabric.core.path_mtu). A pair whose path MTU is not its configured MTU (or whose ends are
+        configured with different MTUs) fails both hosts with the module's sentence; all are in the JSON report
+        under C(path_mtu).
+    type: list
+    elements: dict
+    default: []
   gate_percent:
     description: Share of the detected port rate a rail must reach, in percent (1-100).
     type: float
@@ -166,7 +174,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import gates, html_pages, verify_report
+from ansible_collections.gpufabric.core.plugins.module_utils import gates, html_pages, path_mtu, verify_report
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import file_mode_problem
 
 _FILES = {"json": "verify.json", "prometheus": "verify.prom", "html": "verify.html"}
@@ -188,6 +196,7 @@ def main():
             hosts=dict(type="dict", required=True),
             skipped=dict(type="dict", default={}),
             nccl_runs=dict(type="list", elements="dict", default=[]),
+            path_mtu=dict(type="list", elements="dict", default=[]),
             gate_percent=dict(type="float", default=90),
             thresholds_gbps=dict(type="dict", default={}),
             nccl_thresholds_gbytes=dict(type="dict", default={}),
@@ -219,7 +228,9 @@ def main():
         nccl = gates.evaluate_nccl(params["nccl_runs"], host_groups, params["nccl_thresholds_gbytes"])
     except gates.GateError as exc:
         module.fail_json(msg=str(exc))
+    path_mtu.apply_to_verdicts(verdicts, params["path_mtu"])
     report = verify_report.build_report(params["results"], verdicts, nccl, params["meta"])
+    report["path_mtu"] = params["path_mtu"]
     renderers = {
         "json": verify_report.render_json,
         "prometheus": verify_report.render_prometheus,

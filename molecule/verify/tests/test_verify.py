@@ -98,3 +98,57 @@ def test_prometheus_metrics_parse():
                     reason="chromium is not installed on the controller")
 def test_html_report_renders_in_headless_chromium():
     assert _rendered() == ()
+
+
+def _leaf_port(node):
+    """The host side of the node's eth0 veth: its port on the verify-fabric bridge (the lab's leaf port)."""
+    import subprocess
+
+    index = subprocess.run(["podman", "exec", node, "cat", "/sys/class/net/eth0/iflink"], capture_output=True,
+                           text=True, check=True, timeout=120).stdout.strip()
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True, timeout=60).stdout
+    for line in links.splitlines():
+        number, name = line.split(":", 2)[:2]
+        if number.strip() == index:
+            return name.strip().split("@", 1)[0]
+    raise AssertionError("no host interface with index %s (%s's eth0 peer)" % (index, node))
+
+
+def _set_mtu(interface, mtu):
+    import subprocess
+
+    subprocess.run(["ip", "link", "set", "dev", interface, "mtu", str(mtu)], check=True, timeout=60)
+
+
+def test_every_pair_proved_its_9000_path():
+    checked = _report()["path_mtu"]
+    # 6 pairs of the "all" plan, one rail (tcp) each; two probes each: 8972 bytes crossed, 8973 did not leave.
+    assert len(checked) == 6, checked
+    assert all(r["status"] == "ok" and r["path_mtu"] == 9000 and r["probes"] == 2 for r in checked), checked
+
+
+def test_a_leaf_port_at_1500_is_found_and_named(capsys):
+    sys.path.insert(0, str(Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / "tests"))
+    import molecule_helpers
+
+    scenario = Path(__file__).resolve().parents[1]
+    port = _leaf_port("verify-node4")
+    _set_mtu(port, 1500)
+    try:
+        rc, _report_json, text = molecule_helpers.run_playbook(scenario, "path_mtu.yml")
+    finally:
+        _set_mtu(port, 9000)
+    assert rc == 0, text[-3000:]
+    report = json.loads((REPORT_DIR.parent / "report-path-mtu" / "verify.json").read_text())
+    by_pair = {(r["client"], r["server"]): r for r in report["path_mtu"]}
+    bad, good = by_pair[("verify-node1", "verify-node4")], by_pair[("verify-node2", "verify-node3")]
+    with capsys.disabled():
+        print("\npath MTU: verify-node1 -> verify-node4 behind a 1500 leaf port: %d probes, %.1f s; a good pair: "
+              "%d probes, %.2f s\n%s" % (bad["probes"], bad["seconds"], good["probes"], good["seconds"], bad["message"]))
+    assert (good["status"], good["path_mtu"]) == ("ok", 9000), good
+    assert (bad["status"], bad["path_mtu"]) == ("mismatch", 1500), bad
+    assert bad["message"].startswith("verify-node1 -> verify-node4 rail tcp (eth0 -> eth0): path MTU 1500, configured "
+                                     "9000 on verify-node1 (eth0) and 9000 on verify-node4 (eth0)"), bad["message"]
+    assert bad["probes"] <= 18, bad
+    assert bad["message"] in report["failures"], report["failures"]
+    assert report["hosts"]["verify-node4"]["status"] == "fail" and report["hosts"]["verify-node1"]["status"] == "fail"
