@@ -21,9 +21,11 @@ Figures are from one run on a shared machine: compare ratios, and read the load 
 from __future__ import annotations
 
 import glob
+import ipaddress
 import json
 import os
 import pstats
+import re
 import resource
 import shutil
 import subprocess
@@ -49,16 +51,38 @@ def address(index):
     return "10.%d.%d.%d" % (100 + index // 62500, index // 250 % 250, index % 250 + 2)
 
 
+def vlan_address(index):
+    return "10.%d.%d.%d" % (80 + index // 62500, index // 250 % 250, index % 250 + 2)
+
+
+def lab_vlan_addresses():
+    """Each lab host's addresses in the lab's IPsec VLAN subnets (10.77.0.0/24), from its recorded facts."""
+    subnets = [ipaddress.ip_network(net) for net in
+               yaml.safe_load((ROOT / "inventories" / "lab" / "group_vars" / "lab.yml").read_text())["ipsec_vlan_subnets"]]
+    found = {}
+    for path in (RECORDED / "facts").iterdir():
+        facts = json.loads(json.loads(path.read_text(encoding="utf-8"))["__payload__"])
+        found[path.name] = [addr for addr in facts.get("ansible_all_ipv4_addresses", [])
+                            if any(ipaddress.ip_address(addr) in net for net in subnets)]
+    return found
+
+
 def inventory(size):
-    """A copy of the recorded lab's inventory with `size` hosts; each answers as one lab host."""
+    """A copy of the recorded lab's inventory with `size` hosts; each answers as one lab host, with addresses of its
+    own (its SSH address and its IPsec VLAN address: no two hosts may claim one)."""
     lab = yaml.safe_load((RECORDED / "inventory.yml").read_text(encoding="utf-8"))
     sources = lab["hosts"]
     names = sorted(sources)
+    vlans = lab_vlan_addresses()
     hosts = {}
     for index in range(size):
         source = names[index % len(names)]
+        source_address = sources[source]["ansible_host"]
         host = dict(sources[source])
-        host.update({"ansible_host": address(index), "fleet_bench_source": sources[source]["ansible_host"]})
+        replace = {source_address: address(index)}
+        replace.update({vlan: vlan_address(index) for vlan in vlans.get(source_address, [])[:1]})
+        host.update({"ansible_host": address(index), "fleet_bench_source": source_address,
+                     "fleet_bench_replace": replace, "ipsec_vlan_subnets": ["10.80.0.0/12"]})
         hosts["fleet%04d" % (index + 1)] = host
     group_vars = dict(lab["vars"], gpufabric_lab_name=LAB_NAME, ansible_connection="fleet_recorded")
     data = {"all": {"vars": group_vars, "children": {
@@ -82,14 +106,17 @@ def fact_cache(size, hosts):
     for name, host in hosts.items():
         text = facts.get(host["fleet_bench_source"])
         if text is not None:
-            (cache / ("s1_" + name)).write_text(text.replace(host["fleet_bench_source"], host["ansible_host"]),
-                                               encoding="utf-8")
+            for there, here in host["fleet_bench_replace"].items():
+                text = re.sub(r"(?<![0-9.])%s(?![0-9])" % re.escape(there), here, text)
+            (cache / ("s1_" + name)).write_text(text, encoding="utf-8")
     return cache
 
 
 def run(playbook, size, profile=None):
     inv, hosts = inventory(size)
-    cache = fact_cache(size, hosts)
+    # check_inventory runs before a rollout, where no fact was cached (the roles' cached facts, rdma_reboot_reasons
+    # and the like, would read as misspelt role variables).
+    cache = fact_cache(size, hosts if playbook != "check_inventory" else {})
     tasks_file = WORK / ("tasks-%s-%d.json" % (playbook, size))
     log = WORK / ("log-%s-%d.txt" % (playbook, size))
     env = dict(os.environ)

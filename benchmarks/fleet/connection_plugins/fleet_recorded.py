@@ -6,7 +6,7 @@
 Never shipped (galaxy.yml build_ignore: benchmarks) and never used by a test in place of a host. The answers are
 recorded from the container lab by benchmarks/fleet/record.sh (the fleet_recording connection, ssh that keeps every
 module's output) into benchmarks/fleet/recorded/<lab host>/<key>.json. A simulated host names its lab host in
-fleet_bench_source; its address and name replace the lab host's in every answer, so that no two simulated hosts
+fleet_bench_source; its own addresses replace the lab host's in every answer (fleet_bench_replace), so that no two simulated hosts
 claim one address. A module call is matched by its module and arguments, then by its module and the arguments that
 name what it acts on (path, name, ...), then by its module alone; every miss is counted in FLEET_BENCH_MISSES.
 """
@@ -23,13 +23,15 @@ options:
     description: The address of the lab host whose recorded answers this host gets (replaced by this host's).
     vars:
       - name: fleet_bench_source
-  address:
-    description: This host's address.
+  replace:
+    description: Addresses of the lab host and this host's own in their place (its SSH and IPsec VLAN addresses).
+    type: dict
     vars:
-      - name: ansible_host
+      - name: fleet_bench_replace
 """
 
 import os
+import re
 
 from ansible.plugins.connection import ConnectionBase
 
@@ -72,10 +74,8 @@ class Connection(ConnectionBase):
                 with open(MISSES, "a", encoding="utf-8") as handle:
                     handle.write("%s %s\n" % (self._play_context.remote_addr, module))
             return CONVERGED
-        here = self.get_option("address")
-        there = source
-        if here and there and here != there:
-            data = data.replace(there.encode(), here.encode())
+        for there, here in (self.get_option("replace") or {}).items():
+            data = re.sub(br"(?<![0-9.])" + re.escape(there.encode()) + br"(?![0-9])", here.encode(), data)
         return data
 
     def exec_command(self, cmd, in_data=None, sudoable=True):
