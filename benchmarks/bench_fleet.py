@@ -23,6 +23,7 @@ from __future__ import annotations
 import glob
 import ipaddress
 import json
+import math
 import os
 import pstats
 import re
@@ -159,21 +160,27 @@ def run(playbook, size, profile=None):
 
 
 def predicted_wall(rows, size):
-    """Wall at `size` from the two largest sizes run, with CPU per host growing as it did between them."""
-    if len(rows) < 2:
-        return 0.0 if not rows else rows[-1]["wall_s"] * (size / rows[-1]["hosts"]) ** 2
-    small, large = rows[-2], rows[-1]
-    growth = (large["wall_s"] / large["hosts"]) / (small["wall_s"] / small["hosts"])
-    per_doubling = max(growth, 1.0) ** (1.0 / max(1e-9, (large["hosts"] / small["hosts"]).bit_length() - 1))
-    doublings = (size / large["hosts"]).bit_length() - 1 if size > large["hosts"] else 0
-    return large["wall_s"] / large["hosts"] * size * per_doubling ** max(doublings, 1)
+    """Wall at `size`: per host as at the largest size run, growing per doubling of the hosts as it grew between the
+    two largest sizes (linear from a single size)."""
+    if not rows:
+        return 0.0
+    large = rows[-1]
+    per_host = large["wall_s"] / large["hosts"]
+    if size <= large["hosts"]:
+        return per_host * size
+    growth_per_doubling = 1.0
+    if len(rows) > 1:
+        small = rows[-2]
+        growth = per_host / (small["wall_s"] / small["hosts"])
+        growth_per_doubling = max(growth, 1.0) ** (1.0 / math.log2(large["hosts"] / small["hosts"]))
+    return per_host * size * growth_per_doubling ** math.log2(size / large["hosts"])
 
 
 def top_tasks(row, count=10):
     tasks = sorted(row["tasks"], key=lambda task: -task["cpu_s"])[:count]
     for task in tasks:
-        print("    %7.1f s  %5d hosts%s  %s" % (task["cpu_s"], task["hosts"], " (run_once)" if task["run_once"] else "",
-                                                 task["task"]))
+        once = " (run_once)" if task["run_once"] else ""
+        print("    %7.1f s  %5d hosts%s  %s" % (task["cpu_s"], task["hosts"], once, task["task"]))
 
 
 def profile_report(directory, count=10):
@@ -212,8 +219,8 @@ def main(argv):
     results = {}
     for playbook in playbooks:
         print("== %s (no-change run; controller CPU = user+sys of ansible-playbook and its workers)" % playbook)
-        print("  %6s %9s %9s %11s %11s %8s %7s %7s" % ("hosts", "wall_s", "cpu_s", "cpu/host_s", "tasks/host",
-                                                      "changed", "failed", "misses"))
+        print("  %6s %9s %9s %11s %11s %8s %7s %7s" % (
+            "hosts", "wall_s", "cpu_s", "cpu/host_s", "tasks/host", "changed", "failed", "misses"))
         rows = []
         for size in sizes:
             guess = predicted_wall([row for row in rows if row["hosts"] >= 25], size)
