@@ -49,9 +49,10 @@ PLAYBOOK = """
     verify_base_port: 25931
     verify_poll_interval: 1
   tasks:
-    - name: The results of the first pass
+    - name: The results of the first pass (as plan.yml and the rounds leave them)
       ansible.builtin.set_fact:
         __verify_results: "{{ first_pass[inventory_hostname] }}"
+        __verify_path_mtu: []
 
     - name: Measure again
       ansible.builtin.include_role:
@@ -60,7 +61,7 @@ PLAYBOOK = """
 
     - name: Show what the pass found and kept
       ansible.builtin.debug:
-        msg: {found: "{{ __verify_remeasure_rounds }}", results: "{{ __verify_results }}"}
+        msg: {found: "{{ __verify_remeasure_rounds }}", results: "{{ __verify_results }}", path_mtu: "{{ __verify_path_mtu }}"}
 """
 
 
@@ -93,3 +94,5 @@ def test_only_the_unmeasured_pair_is_measured_again_in_its_round(tmp_path):
     assert again["client_to_server_gbps"] > 0, again
     assert shown["node-b"]["results"] == []
     assert shown["node-c"]["results"] == [MEASURED]
+    # Its path was proven in its first round: measuring again sends no DF probe.
+    assert all(msg["path_mtu"] == [] for msg in shown.values())
