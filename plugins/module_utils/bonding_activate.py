@@ -17,7 +17,7 @@ command takes the host-wide lock STATE_DIR/lock (STATE_DIR is TX's parent), the 
 and writes: one transaction at a time, and a confirmation and a rollback never both happen.
 
 A host program: the bonding role installs this file, bonding_transaction.py, file_transaction.py and
-systemd_units.py unchanged as the package gpufabric_bonding, and a command that runs main(). So the transaction's
+systemd_units.py unchanged in host_program's layout, and a command that runs main(). So the transaction's
 files are read by the same code that wrote them, files are restored through file_transaction (fsync, atomic rename)
 and systemd is asked through systemd_units. Standard library and relative imports only.
 

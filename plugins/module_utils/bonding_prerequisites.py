@@ -6,9 +6,9 @@ run (gpufabric-bonding-activate, installed when missing or different) and the ba
 running before the new configuration is activated.
 
 bond_config runs both under the host lock, after the configuration passed validation and before it arms the
-rollback: a refused or invalid run touches neither. The helper is a host program: the package gpufabric_bonding in
-the helper's library directory (the collection's bonding_activate.py, bonding_transaction.py, file_transaction.py
-and systemd_units.py, which the role passes as they are) and the command that runs it.
+rollback: a refused or invalid run touches neither. The helper is a host program in host_program's layout: the
+collection's module_utils it imports (bonding_activate.py and its import closure, which the role passes as they
+are) under the helper's library directory, and the command that runs bonding_activate.main.
 """
 
 from __future__ import annotations
@@ -16,42 +16,30 @@ from __future__ import annotations
 import os
 
 from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils import host_program as hp
 from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
 
-PACKAGE = "gpufabric_bonding"
 LIB_DIR = "/usr/local/lib/gpufabric-bonding"
-DIRECTORY_MODE = 0o755
+DIRECTORY_MODE = hp.DIRECTORY_MODE
 ROOT = (0, 0)
-PACKAGE_INIT = ('"""gpufabric-bonding-activate: the bonding role\'s activation and rollback (see bonding_activate.py).\n\n'
-                "Every other file of this package is a copy of the gpufabric.core collection's module_utils, installed by "
-                'gpufabric.core.bond_config."""\n')
 
 
 def launcher_text(lib_dir):
-    """The gpufabric-bonding-activate command: puts the library directory on sys.path and runs the package."""
-    return ("#!/usr/bin/python3\n"
-            "# Managed by gpufabric.core.bonding (Ansible).\n"
-            "# gpufabric-bonding-activate apply|rollback|boot-rollback|confirm|revert-now TRANSACTION_DIR\n"
-            "import sys\n\n"
-            "sys.path.insert(0, %r)\n\n"
-            "from gpufabric_bonding.bonding_activate import main  # noqa: E402\n\n"
-            "sys.exit(main())\n") % lib_dir
+    """The gpufabric-bonding-activate command: puts the library directory on sys.path and runs bonding_activate."""
+    return hp.launcher_text(lib_dir, hp.DOTTED + ".bonding_activate", [
+        "Managed by gpufabric.core.bonding (Ansible).",
+        "gpufabric-bonding-activate apply|rollback|boot-rollback|confirm|revert-now TRANSACTION_DIR"])
 
 
 def package_problems(package):
-    """The package's file names must be plain .py names (they are joined to its directory), __init__.py aside."""
-    return ["helper_package: %r is not a plain .py file name" % name for name in sorted(package)
-            if os.path.basename(name) != name or not name.endswith(".py") or name.startswith(".")
-            or name == "__init__.py"]
+    """The package's names are relative .py paths in the collection's module_utils (host_program's layout)."""
+    return hp.name_problems(package, "helper_package")
 
 
 def helper_entries(helper, lib_dir, package, owner=ROOT):
-    """file_transaction entries of the helper: its package (package maps file names to their text), and the
-    command last, so that the command never runs a half-installed package. Every file is owner's."""
-    package_dir = os.path.join(lib_dir, PACKAGE)
-    files = dict(package, **{"__init__.py": PACKAGE_INIT})
-    entries = [{"path": os.path.join(package_dir, name), "content": files[name], "mode": 0o644, "owner": owner}
-               for name in sorted(files)]
+    """file_transaction entries of the helper: the module_utils it imports (package maps their paths to their text),
+    and the command last, so that the command never runs a half-installed package. Every file is owner's."""
+    entries = hp.entries(lib_dir, package, owner=owner)
     entries.append({"path": helper, "content": launcher_text(lib_dir), "mode": 0o755, "owner": owner})
     return entries
 
@@ -64,9 +52,10 @@ def plan_helper(helper, lib_dir, package, owner=ROOT):
 
 
 def install_helper(changes, helper, lib_dir):
-    """Install the helper's changes as one transaction, creating its missing directories (0755)."""
-    ft.apply(changes, make_directories=[(os.path.join(lib_dir, PACKAGE), DIRECTORY_MODE),
-                                        (os.path.dirname(helper), DIRECTORY_MODE)])
+    """Install the helper's changes as one transaction, creating its missing directories (0755): the library
+    directory and those of the changed files, parents first."""
+    directories = sorted({lib_dir, os.path.dirname(helper)} | {os.path.dirname(change["path"]) for change in changes})
+    ft.apply(changes, make_directories=[(directory, DIRECTORY_MODE) for directory in directories])
 
 
 def service_actions(run, service, activate, check_mode=False):

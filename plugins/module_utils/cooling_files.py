@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 
+from ansible_collections.gpufabric.core.plugins.module_utils import host_program as hp
 from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
 
 MANAGED = "Ansible managed"
@@ -22,14 +23,9 @@ PACKAGE = "gpufabric_cooling"
 
 
 def bin_text(lib_dir, managed=MANAGED):
-    """The gpufabric-cooling command: puts the package directory on sys.path and runs its main()."""
-    return ("#!/usr/bin/python3\n"
-            "# %s\n"
-            "# gpufabric-cooling: run | check-config | once | status | stop-action (see --help).\n"
-            "import sys\n\n"
-            "sys.path.insert(0, \"%s\")\n\n"
-            "from gpufabric_cooling.__main__ import main  # noqa: E402\n\n"
-            "sys.exit(main())\n") % (managed, lib_dir)
+    """The gpufabric-cooling command: puts the library directory on sys.path and runs the package's main()."""
+    return hp.launcher_text(lib_dir, PACKAGE + ".__main__",
+                            [managed, "gpufabric-cooling: run | check-config | once | status | stop-action (see --help)."])
 
 
 def unit_text(bin_path, config_file, failsafe_record, watchdog_sec, managed=MANAGED):
@@ -70,7 +66,8 @@ def config_text(config):
 
 
 def desired_files(params):
-    """file_transaction entries, in install order: package, command, configuration, passwords, unit.
+    """file_transaction entries, in install order: package (the module_utils it imports, then its own files, laid
+    out by host_program), command, configuration, passwords, unit.
 
     The configuration goes after the package that reads it and the passwords it names; the unit last, so a
     controller (re)started by systemd in between finds a complete set. With enabled false only the password
@@ -81,9 +78,7 @@ def desired_files(params):
                  (params["redfish_password_file"], params.get("redfish_password") or "")]
     if not params["enabled"]:
         return [{"path": path, "content": None, "mode": 0o600, "secret": True} for path, _secret in passwords]
-    package_dir = os.path.join(params["lib_dir"], PACKAGE)
-    for name in sorted(params["package"]):
-        files.append({"path": os.path.join(package_dir, name), "content": params["package"][name], "mode": 0o644})
+    files += hp.entries(params["lib_dir"], params.get("module_utils") or {}, params["package"], PACKAGE)
     files.append({"path": params["bin_path"], "content": bin_text(params["lib_dir"]), "mode": 0o755})
     files.append({"path": params["config_file"], "content": config_text(params["config"]), "mode": 0o640})
     for path, secret in passwords:
@@ -98,14 +93,16 @@ def directories(params):
     """(path, mode) of the directories the files live in, created or corrected before the files."""
     if not params["enabled"]:
         return []
-    return [(os.path.join(params["lib_dir"], PACKAGE), 0o755), (params["config_dir"], 0o750),
-            (params["state_dir"], 0o750)]
+    return hp.directories(params["lib_dir"], params.get("module_utils") or {}, PACKAGE) + [
+        (params["config_dir"], 0o750), (params["state_dir"], 0o750)]
 
 
-def package_name_problems(names):
-    """Package file names must be plain .py names: they are joined to the package directory."""
-    return ["package.%s: not a plain .py file name" % name for name in names
-            if os.path.basename(name) != name or not name.endswith(".py") or name.startswith(".")]
+def package_name_problems(names, module_utils=()):
+    """Package file names must be plain .py names (they are joined to the package directory); module_utils names
+    are relative .py paths in the collection's module_utils (host_program's layout)."""
+    return (["package.%s: not a plain .py file name" % name for name in names
+             if os.path.basename(name) != name or not name.endswith(".py") or name.startswith(".")]
+            + hp.name_problems(module_utils, "module_utils"))
 
 
 def service_actions(run, unit, enabled, files_changed=False, unit_changed=False, unit_present=True, check_mode=False):

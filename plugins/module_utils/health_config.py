@@ -19,7 +19,7 @@ import json
 import re
 import socket
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_rules, health_sample, mlnx_qos, swanctl_mesh
+from ansible_collections.gpufabric.core.plugins.module_utils import health_rules, health_sample, host_program, mlnx_qos, swanctl_mesh
 from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import as_number, bearer_token_problem, path_problems
 
 # The fastest Ethernet and InfiniBand ports sold (800 Gb/s: ConnectX-8, XDR) with room for the next generation; an
@@ -529,9 +529,7 @@ def service_owner(group=NODE_EXPORTER_GROUP):
 
 
 def bin_text(lib_dir):
-    return ("#!/usr/bin/python3\n# %s\n# gpufabric-health: run | once EXPECTED_STATE\nimport sys\n\n"
-            "sys.path.insert(0, \"%s\")\n\nfrom gpufabric_health.__main__ import main  # noqa: E402\n\n"
-            "sys.exit(main())\n") % (MANAGED, lib_dir)
+    return host_program.launcher_text(lib_dir, PACKAGE + ".__main__", [MANAGED, "gpufabric-health: run | once EXPECTED_STATE"])
 
 
 def unit_text(bin_path, state_file, interval):
@@ -566,15 +564,7 @@ def desired_files(params):
     ansible_collections/gpufabric/core/plugins/module_utils, the program under gpufabric_health), the command, the
     expected state, node_exporter's files, the unit last."""
     lib = params["lib_dir"]
-    files = []
-    tree = "ansible_collections/gpufabric/core/plugins/module_utils"
-    parts = tree.split("/")
-    for depth in range(1, len(parts) + 1):
-        files.append({"path": "%s/%s/__init__.py" % (lib, "/".join(parts[:depth])), "content": "", "mode": 0o644})
-    for name in sorted(params["module_utils"]):
-        files.append({"path": "%s/%s/%s" % (lib, tree, name), "content": params["module_utils"][name], "mode": 0o644})
-    for name in sorted(params["package"]):
-        files.append({"path": "%s/%s/%s" % (lib, PACKAGE, name), "content": params["package"][name], "mode": 0o644})
+    files = host_program.entries(lib, params["module_utils"], params["package"], PACKAGE)
     files.append({"path": params["bin_path"], "content": bin_text(lib), "mode": 0o755})
     files.append({"path": params["state_file"], "mode": 0o644,
                   "content": json.dumps(params["expected_state"], indent=1, sort_keys=True) + "\n"})
@@ -591,8 +581,4 @@ def desired_files(params):
 
 
 def directories(params):
-    lib = params["lib_dir"]
-    tree = "ansible_collections/gpufabric/core/plugins/module_utils"
-    parts = tree.split("/")
-    found = [(lib, 0o755)] + [("%s/%s" % (lib, "/".join(parts[:depth])), 0o755) for depth in range(1, len(parts) + 1)]
-    return found + [("%s/%s" % (lib, PACKAGE), 0o755), (params["textfile_dir"], 0o755)]
+    return host_program.directories(params["lib_dir"], params["module_utils"], PACKAGE) + [(params["textfile_dir"], 0o755)]

@@ -14,7 +14,10 @@ import os
 import re
 
 from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils import host_program as hp
 
+# The tuning program, installed in tune_lib_dir beside the module_utils it imports (host_program's layout).
+PROGRAM = "gpufabric_rdma_tune.py"
 HEADER = "# Managed by gpufabric.core.rdma: changes made here are overwritten.\n"
 
 # `modinfo -p` prints `name:description (type)`; a description may run over several lines (mlx4_core's num_vfs),
@@ -157,10 +160,9 @@ def desired_files(spec):
         files[paths["systemd_memlock"]] = (render_systemd_memlock(spec["memlock_limit"]), 0o644)
     else:
         absent.append(paths["systemd_memlock"])
-    program = os.path.join(paths["tune_lib_dir"], "gpufabric_rdma_tune.py")
-    files[program] = (spec["tune_program"], 0o644)
-    for name in sorted(spec["tune_libraries"]):
-        files[os.path.join(paths["tune_lib_dir"], name)] = (spec["tune_libraries"][name], 0o644)
+    program = os.path.join(paths["tune_lib_dir"], PROGRAM)
+    for entry in hp.entries(paths["tune_lib_dir"], spec["tune_libraries"], {PROGRAM: spec["tune_program"]}):
+        files[entry["path"]] = (entry["content"], entry["mode"])
     files[paths["tune_script"]] = (render_tune_wrapper(spec["python"], program), 0o755)
     files[paths["tune_config"]] = (json.dumps(spec["tune_config"], indent=2, sort_keys=True) + "\n", 0o644)
     for unit in spec["units"]:

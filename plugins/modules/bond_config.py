@@ -120,15 +120,16 @@ options:
     default: /usr/local/libexec/gpufabric-bonding-activate
   helper_package:
     description:
-      - The helper's Python package, file name to content, installed (mode 0644) as C(gpufabric_bonding) in
-        O(helper_lib_dir) beside the command O(helper) (mode 0755) that runs it, when missing or different, before
-        anything uses them. The role passes the collection's C(bonding_activate.py), C(bonding_transaction.py),
-        C(file_transaction.py) and C(systemd_units.py) as they are. Listed in RV(changes) and the diff, outside the
+      - The collection's module_utils the helper imports, path relative to C(plugins/module_utils) to content,
+        installed (mode 0644) under O(helper_lib_dir)C(/ansible_collections/gpufabric/core/plugins/module_utils) (the
+        layout of every host program of the collection) beside the command O(helper) (mode 0755) that runs
+        C(bonding_activate), when missing or different, before anything uses them. The role passes
+        C(bonding_activate.py) and its import closure as they are. Listed in RV(changes) and the diff, outside the
         transaction (a rollback does not remove it).
       - Not given, the helper must already be installed at O(helper).
     type: dict
   helper_lib_dir:
-    description: Directory of the helper's package (C(<helper_lib_dir>/gpufabric_bonding)).
+    description: Library directory of the helper (the module_utils it imports, under C(ansible_collections/)).
     type: path
     default: /usr/local/lib/gpufabric-bonding
   service:

@@ -36,7 +36,14 @@ options:
     type: dict
     default: {}
   package:
-    description: The controller package, file name to content (the role's C(files/gpufabric_cooling) and module_utils).
+    description: The controller package, file name to content (the role's C(files/gpufabric_cooling)).
+    type: dict
+    default: {}
+  module_utils:
+    description:
+      - The collection's module_utils the controller imports, path relative to C(plugins/module_utils) to content,
+        installed under O(lib_dir)C(/ansible_collections/gpufabric/core/plugins/module_utils) (the layout of every
+        host program of the collection).
     type: dict
     default: {}
   ipmi_password:
@@ -56,7 +63,7 @@ options:
     type: path
     default: /etc/gpufabric-cooling/redfish.pass
   lib_dir:
-    description: Directory holding the C(gpufabric_cooling) package.
+    description: Directory holding the C(gpufabric_cooling) package and the module_utils it imports.
     type: path
     default: /usr/local/lib/gpufabric-cooling
   config_dir:
@@ -119,6 +126,7 @@ EXAMPLES = r"""
   gpufabric.core.cooling_config:
     config: "{{ cooling_policy }}"
     package: "{{ cooling_package_files }}"
+    module_utils: "{{ cooling_module_utils_files }}"
     ipmi_password: "{{ vault_ipmi_password }}"
     service: gpufabric-cooling.service
   register: cooling_files
@@ -205,6 +213,7 @@ def main():
             "enabled": {"type": "bool", "default": True},
             "config": {"type": "dict", "default": {}},
             "package": {"type": "dict", "default": {}},
+            "module_utils": {"type": "dict", "default": {}},
             "ipmi_password": {"type": "str", "default": "", "no_log": True},
             "redfish_password": {"type": "str", "default": "", "no_log": True},
             "ipmi_password_file": {"type": "path", "default": "/etc/gpufabric-cooling/ipmi.pass"},
@@ -225,7 +234,7 @@ def main():
     params = module.params
     problems = []
     if params["enabled"]:
-        problems += cf.package_name_problems(params["package"])
+        problems += cf.package_name_problems(params["package"], params["module_utils"])
         if "__main__.py" not in params["package"]:
             problems.append("package: the controller package has no __main__.py")
         if params["watchdog_sec"] < 1:

@@ -86,7 +86,10 @@ options:
     choices: [dscp, pcp, ""]
     default: ""
   module_utils:
-    description: File name to content of the collection's module_utils the sampler imports.
+    description:
+      - The collection's module_utils the sampler imports, path relative to C(plugins/module_utils) to content,
+        installed under O(lib_dir)C(/ansible_collections/gpufabric/core/plugins/module_utils) (the layout of every
+        host program of the collection).
     type: dict
     required: true
   package:
@@ -188,6 +191,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
 from ansible_collections.gpufabric.core.plugins.module_utils import health_config as hc
+from ansible_collections.gpufabric.core.plugins.module_utils import host_program as hp
 from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
 
 SAMPLER = "gpufabric-health.service"
@@ -232,9 +236,8 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    problems = [problem for name in list(params["module_utils"]) + list(params["package"])
-                if os.path.basename(name) != name or not name.endswith(".py")
-                for problem in ["%s: not a plain .py file name" % name]]
+    problems = hp.name_problems(params["module_utils"], "module_utils") + hp.name_problems(
+        params["package"], "package", program=True)
     problems += hc.host_path_problems(params)
     if "__main__.py" not in params["package"]:
         problems.append("package: the gpufabric_health package has no __main__.py")

@@ -66,7 +66,10 @@ options:
     type: str
     required: true
   tune_libraries:
-    description: "{file name: content} of the collection's module_utils installed beside the program."
+    description:
+      - The collection's module_utils the program imports, path relative to C(plugins/module_utils) to content,
+        installed beside the program under C(ansible_collections/gpufabric/core/plugins/module_utils) in the
+        library directory (the layout of every host program of the collection).
     type: dict
     default: {}
   python:

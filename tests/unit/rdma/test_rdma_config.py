@@ -130,7 +130,9 @@ def test_rendered_files(tmp_path):
     assert os.path.join(paths["unit_dir"], "gpufabric-rdma-pcie.service") in absent
     assert "ExecStart=%s roce --config %s" % (paths["tune_script"], paths["tune_config"]) in \
         files[os.path.join(paths["unit_dir"], "gpufabric-rdma-roce.service")][0]
-    assert os.path.join(paths["tune_lib_dir"], "sysfs_text.py") in files
+    tree = os.path.join(paths["tune_lib_dir"], "ansible_collections", "gpufabric", "core", "plugins", "module_utils")
+    assert os.path.join(tree, "sysfs_text.py") in files and files[os.path.join(tree, "__init__.py")] == ("", 0o644)
+    assert os.path.join(paths["tune_lib_dir"], "gpufabric_rdma_tune.py") in files
 
 
 def test_no_module_options_removes_the_modprobe_file(tmp_path):
