@@ -139,7 +139,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import bandwidth
+from ansible_collections.gpufabric.core.plugins.module_utils.verify import bandwidth
 
 # perftest servers need a moment to open their device before listening.
 _LISTEN_WAIT_S = 10

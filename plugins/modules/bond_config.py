@@ -284,17 +284,17 @@ import time
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_addressing as ba
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_plan as bp
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_prerequisites as bpr
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_netplan as brp
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_networkd as brn
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_nm as brm
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_transaction as bt
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_validate as bv
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import path_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import addressing as ba
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import plan as bp
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import prerequisites as bpr
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import render_netplan as brp
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import render_networkd as brn
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import render_nm as brm
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import transaction as bt
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import validate as bv
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import systemd_units as su
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.checks import path_problems
 
 BACKEND_DEFAULTS = {
     "networkd": {"config_dir": "/etc/systemd/network", "file_prefix": "10-gpufabric-", "mode": 0o644},

@@ -190,11 +190,11 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import cooling_files as cf
-from ansible_collections.gpufabric.core.plugins.module_utils import cooling_policy as cp
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import reboot_marker as rm
-from ansible_collections.gpufabric.core.plugins.module_utils.systemd_units import UnitError
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling import files as cf
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling import policy as cp
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import reboot_marker as rm
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio.systemd_units import UnitError
 
 
 def _directory_changes(wanted):

@@ -85,14 +85,14 @@ unmanaged:
 import shutil
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.core.plugins.module_utils.cooling_gpu import (
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling.gpu import (
     QUERY_FIELDS,
     model_policy_problems,
     parse_gpu_query,
     plan_gpu_policy,
     revert_args,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 
 
 def main():

@@ -130,9 +130,9 @@ topology_changed:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
-from ansible_collections.gpufabric.core.plugins.module_utils.frr_reload import (
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import systemd_units as su
+from ansible_collections.gpufabric.core.plugins.module_utils.routing.frr_reload import (
     FrrReloadError,
     changes_pending,
     diff_text,

@@ -97,7 +97,7 @@ problems:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.core.plugins.module_utils.frr_status import (
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.frr_status import (
     FrrStatusError,
     parse_bfd_peers,
     parse_bgp_summary,

@@ -189,10 +189,10 @@ service_actions:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import health_config as hc
-from ansible_collections.gpufabric.core.plugins.module_utils import host_program as hp
-from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.health import config as hc
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import host_program as hp
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import systemd_units as su
 
 SAMPLER = "gpufabric-health.service"
 NODE_EXPORTER = "prometheus-node-exporter.service"

@@ -110,8 +110,8 @@ import grp
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import systemd_units as su
 
 KINDS = ("targets", "rules", "alertmanager", "prometheus", "prometheus_defaults", "alertmanager_defaults")
 # Secret files checked before they are written: the web configurations (their password hashes stay out of logs too).

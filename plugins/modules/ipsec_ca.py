@@ -162,7 +162,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction, ipsec_ca, swanctl_crl
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec import ca as ipsec_ca, crl as swanctl_crl
 
 _PRIVATE_DIR_MODE = 0o700
 _KEY_MODE = 0o600

@@ -120,8 +120,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils.file_transaction import set_attributes, write_atomically
-from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_pki import (
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio.file_transaction import set_attributes, write_atomically
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.pki import (
     HAS_CRYPTOGRAPHY,
     build_csr,
     certificate_facts,

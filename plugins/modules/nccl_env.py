@@ -142,9 +142,9 @@ import xml.dom.minidom
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import nccl_config as nc
-from ansible_collections.gpufabric.core.plugins.module_utils import nccl_files as nf
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl import config as nc
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl import files as nf
 
 
 def verify(module, params, desired, unwritten, result):

@@ -210,9 +210,9 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils.gates import nccl_busbw
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_tests import parse_nccl_tests
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.gates import nccl_busbw
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.nccl_tests import parse_nccl_tests
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 
 
 def _gpu_count(params):

@@ -203,9 +203,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import rdma_config as rc
-from ansible_collections.gpufabric.core.plugins.module_utils import reboot_marker as rm
-from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
+from ansible_collections.gpufabric.core.plugins.module_utils.rdma import config as rc
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import reboot_marker as rm
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import systemd_units as su
 
 
 def _modinfo_parameters(module, modinfo, names):

@@ -85,8 +85,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import reboot_marker as rm
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import reboot_marker as rm
 
 
 def main():

@@ -217,10 +217,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import remediation as rm
-from ansible_collections.gpufabric.core.plugins.module_utils import slurm_nodes as sn
-from ansible_collections.gpufabric.core.plugins.module_utils.prometheus_text import write_textfile
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.health import remediation as rm
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric import slurm_nodes as sn
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio.prometheus_text import write_textfile
 
 # A Slurm NodeName: one node, never a host list expression (node[1-64] would drain them all).
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")

@@ -118,10 +118,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import soft_roce as sr
-from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
-from ansible_collections.gpufabric.core.plugins.module_utils.sysfs import live_rdma_devices
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.rdma import soft_roce as sr
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import systemd_units as su
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.sysfs import live_rdma_devices
 
 UNIT_MODE = 0o644
 

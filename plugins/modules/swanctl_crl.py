@@ -124,7 +124,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction, swanctl_crl
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec import crl as swanctl_crl
 
 
 def main():

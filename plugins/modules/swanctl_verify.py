@@ -245,15 +245,15 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_config import roce_bypass, roce_warning
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import (
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.config import roce_bypass, roce_warning
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.swanctl import (
     encryption_names,
     evaluate_sas,
     parse_list_sas,
     summarize_initiate,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.sysfs import live_rdma_devices
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.sysfs import live_rdma_devices
 
 _POLL_SECONDS = 1
 

@@ -261,7 +261,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.core.plugins.module_utils.topology import (
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.topology import (
     RailInterfacesError,
     build_topology,
     normalize_rail_interfaces,

@@ -165,9 +165,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import gates, html_pages, verify_report
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import file_mode_problem
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import html_pages
+from ansible_collections.gpufabric.core.plugins.module_utils.verify import gates, report as verify_report
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.checks import file_mode_problem
 
 _FILES = {"json": "verify.json", "prometheus": "verify.prom", "html": "verify.html"}
 

@@ -26,8 +26,8 @@ def _programs():
         "health": ([ROLES / "health" / "files" / "gpufabric_health" / name for name in health["__health_package_files"]],
                    health["__health_module_utils"]),
         "rdma": ([ROLES / "rdma" / "files" / "gpufabric_rdma_tune.py"], _vars("rdma")["__rdma_tune_libraries"]),
-        # The helper's command runs module_utils/bonding_activate.py itself.
-        "bonding": ([MODULE_UTILS / "bonding_activate.py"], _vars("bonding")["__bonding_helper_package"]),
+        # The helper's command runs module_utils/bonding/activate.py itself.
+        "bonding": ([MODULE_UTILS / "bonding" / "activate.py"], _vars("bonding")["__bonding_helper_package"]),
     }
 
 

@@ -41,10 +41,10 @@ _MLXCONFIG_VALUE = re.compile(r"[A-Za-z0-9_.()-]+")
 _DEVICE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
-# The collection's module_utils/sysfs_text.py (one cpulist parser and one sysfs reader for the modules and this
+# The collection's module_utils/hostio/sysfs_text.py (one cpulist parser and one sysfs reader for the modules and this
 # program): the role installs it beside this file under ansible_collections/gpufabric/core/plugins/module_utils
 # (host_program's layout), so the import is the collection's own, on the host and in the unit tests.
-from ansible_collections.gpufabric.core.plugins.module_utils.sysfs_text import (
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio.sysfs_text import (
     HostDataError,
     cpu_node,
     format_cpulist,

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_prerequisites as bpr
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import BACKENDS
-from ansible_collections.gpufabric.core.plugins.module_utils.systemd_units import UnitError
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import prerequisites as bpr
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding.validate import BACKENDS
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio.systemd_units import UnitError
 from fake_systemctl import FakeSystemd
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -44,6 +44,7 @@ def test_the_helper_is_installed_with_its_package_and_missing_directories_then_l
     tree = "lib/ansible_collections/gpufabric/core/plugins/module_utils"
     inits = ["lib/ansible_collections", "lib/ansible_collections/gpufabric", "lib/ansible_collections/gpufabric/core",
              "lib/ansible_collections/gpufabric/core/plugins", tree]
+    inits += sorted({tree + "/" + os.path.dirname(name) for name in PACKAGE if os.path.dirname(name)})
     assert [(os.path.relpath(c["path"], str(tmp_path)), c["action"]) for c in changes] == [
         (directory + "/__init__.py", "create") for directory in inits] + [
         (tree + "/" + name, "create") for name in sorted(PACKAGE)] + [
@@ -60,7 +61,7 @@ def test_the_helper_is_installed_with_its_package_and_missing_directories_then_l
                       tmp_path / "lib", tmp_path / tree):
         assert mode(directory) == 0o755, directory
     assert mode(helper) == 0o755 and (os.stat(helper).st_uid, os.stat(helper).st_gid) == ME
-    assert (tmp_path / tree / "file_transaction.py").read_text() == PACKAGE["file_transaction.py"]
+    assert (tmp_path / tree / "hostio" / "file_transaction.py").read_text() == PACKAGE["hostio/file_transaction.py"]
     assert not [name for name in os.listdir(os.path.dirname(helper)) if name != "gpufabric-bonding-activate"]
     # The installed command runs the installed package: without a transaction it prints its usage.
     run = subprocess.run([helper], capture_output=True, text=True, check=False)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.core.plugins.module_utils import host_program as hp
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import host_program as hp
 
 ROOT = Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "cooling"
@@ -43,8 +43,8 @@ def cooling_pkg(tmp_path_factory):
     try:
         # The module_utils resolve to the collection's own (the same files, already imported by the test session).
         modules = {name: importlib.import_module("gpufabric_cooling." + name) for name in ("backends", "controller", "failsafe")}
-        modules.update({name: importlib.import_module(hp.DOTTED + "." + name)
-                        for name in ("cooling_curve", "cooling_policy", "cooling_sensors")})
+        modules.update({"cooling_" + name: importlib.import_module(hp.DOTTED + ".cooling." + name)
+                        for name in ("curve", "policy", "sensors")})
         modules["lib"] = lib
         yield modules
     finally:

@@ -1,12 +1,12 @@
-"""plugins/module_utils/rdma_config.py: modinfo -p on real captures, option checks, rendering, the file transaction
-(all or nothing, check mode writes nothing), and the reboot marker of module_utils/reboot_marker.py."""
+"""plugins/module_utils/rdma/config.py: modinfo -p on real captures, option checks, rendering, the file transaction
+(all or nothing, check mode writes nothing), and the reboot marker of module_utils/hostio/reboot_marker.py."""
 
 import os
 
 import pytest
 
-from ansible_collections.gpufabric.core.plugins.module_utils import rdma_config as rc
-from ansible_collections.gpufabric.core.plugins.module_utils import reboot_marker as rm
+from ansible_collections.gpufabric.core.plugins.module_utils.rdma import config as rc
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import reboot_marker as rm
 from fixture_data import read_fixture
 
 CAPTURE = "modinfo/lab-qemu-modinfo-p-%s.txt"
