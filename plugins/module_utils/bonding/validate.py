@@ -18,7 +18,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from ansible_collections.gpufabric.core.plugins.module_utils.inputs.checks import kind_of, shown
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.checks import IFNAME, interface_name_problem, kind_of, shown
 
 MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb")
 LACP_RATES = ("slow", "fast")
@@ -48,12 +48,6 @@ MIIMON_MAX = 10000
 ROUTE_TABLE_MAX = 4294967295
 RULE_PRIORITY_MAX = 32765  # 32766 and 32767 are the kernel's main and default rules
 
-# What an interface name may hold here: the kernel refuses '/', ':' and whitespace, but systemd-networkd's and
-# netplan's Name= and match read * ? [ ] as glob patterns and a leading ! as "every other interface", so a member
-# "en*" or "!eth0" would put every NIC of the host into the bond; control characters (NUL, ESC, DEL) break the
-# files and terminals they reach; a leading '-' reads as an option on ip's command line.
-_IFNAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
-_IFNAME_PATTERN = re.compile(r"[*?\[\]!]")
 # Whole-value patterns (fullmatch): a trailing newline or carriage return must not pass.
 _MAC = re.compile(r"[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}")
 _INTEGER = re.compile(r"-?[0-9]+")
@@ -72,7 +66,7 @@ def _where(variable, index, item, key=None):
     label = "%s[%d]" % (variable, index)
     if name:
         # A name that is not one (a control character, a pattern) is quoted, so that the label prints it escaped.
-        label += " (%s)" % (name if isinstance(name, str) and _IFNAME.fullmatch(name) else repr(name)[:40])
+        label += " (%s)" % (name if isinstance(name, str) and IFNAME.fullmatch(name) else repr(name)[:40])
     return label + ("." + key if key else "")
 
 
@@ -86,21 +80,6 @@ def _as_int(value):
         return value
     if isinstance(value, str) and _INTEGER.fullmatch(value.strip(" ")):
         return int(value.strip(" "))
-    return None
-
-
-def interface_name_problem(name):
-    """Return why name cannot be a Linux interface name, or None."""
-    if not isinstance(name, str) or not name:
-        return "must be a non-empty string"
-    if len(name) > 15:
-        return "%r is longer than the kernel's 15 characters for an interface name" % name[:40]
-    if _IFNAME_PATTERN.search(name):
-        return ("%r is a pattern, not an interface name: systemd-networkd and netplan would match every interface it "
-                "fits (* ? [ ] and a leading ! are pattern characters)" % name)
-    if not _IFNAME.fullmatch(name):
-        return ("%r is not an interface name (letters, digits, '_', '.' and '-', not first; no spaces, control "
-                "characters, '/', ':' or '%%')" % name)
     return None
 
 

@@ -8,9 +8,10 @@ Each returns a sentence naming the variable, or None when the value is fine. Pat
 into. Values are already typed by the roles' argument_specs, which accept the strings Ansible converts ("5" for an
 int), so numbers are read the same way here.
 
-Standard library only, no absolute imports: the cooling role installs this file on the host beside cooling_policy,
-which imports it relatively. ``masked`` is the last step of every problems filter: whatever the shape of the input,
-no password, passphrase or URL credential it holds reaches a message.
+Standard library only: the cooling role installs this file on the host (host_program's layout) for
+cooling/policy.py. interface_name_problem is the interface-name rule, one home for bonding, routing and the other
+roles. ``masked`` is the last step of every problems filter: whatever the shape of the input, no password,
+passphrase or URL credential it holds reaches a message.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ import socket
 
 # Characters no value written into a one-line setting may hold: line ends and NUL (a \r splits a line for
 # some readers just as \n does for all of them).
+# What an interface name may hold here: the kernel refuses '/', ':' and whitespace, but systemd-networkd's and
+# netplan's Name= and match read * ? [ ] as glob patterns and a leading ! as "every other interface", so a member
+# "en*" or "!eth0" would put every NIC of the host into the bond; control characters (NUL, ESC, DEL) break the
+# files and terminals they reach; a leading '-' reads as an option on ip's command line.
+IFNAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+IFNAME_PATTERN = re.compile(r"[*?\[\]!]")
 _LINE_BREAKS = re.compile(r"[\r\n\x00\x0b\x0c\x85\u2028\u2029]")
 # What a path a role writes may hold: nothing a shell, a unit file or a config line would read differently.
 _PATH = re.compile(r"/[A-Za-z0-9_.+@:,/-]*")
@@ -328,3 +335,18 @@ def masked(messages, *inputs):
             text = text.replace(form, SECRET_SHOWN)
         result.append(text)
     return result
+
+
+def interface_name_problem(name):
+    """Return why name cannot be a Linux interface name, or None."""
+    if not isinstance(name, str) or not name:
+        return "must be a non-empty string"
+    if len(name) > 15:
+        return "%r is longer than the kernel's 15 characters for an interface name" % name[:40]
+    if IFNAME_PATTERN.search(name):
+        return ("%r is a pattern, not an interface name: systemd-networkd and netplan would match every interface it "
+                "fits (* ? [ ] and a leading ! are pattern characters)" % name)
+    if not IFNAME.fullmatch(name):
+        return ("%r is not an interface name (letters, digits, '_', '.' and '-', not first; no spaces, control "
+                "characters, '/', ':' or '%%')" % name)
+    return None

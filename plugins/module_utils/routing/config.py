@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding.validate import interface_name_problem
-from ansible_collections.gpufabric.core.plugins.module_utils.inputs.checks import path_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.checks import interface_name_problem, path_problems
 
 try:
     import netaddr

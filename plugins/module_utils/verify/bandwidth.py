@@ -21,7 +21,7 @@ import signal
 import subprocess
 import time
 
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl.config import port_gid_index
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.roce import port_gid_index
 from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 from ansible_collections.gpufabric.core.plugins.module_utils.hostio.sysfs_text import cpu_node, format_cpulist
 
@@ -238,7 +238,7 @@ def rdma_unavailable_reason(topology, rails_from="gpus"):
 
 
 def _gid_index(topology, device, port):
-    """The RoCE v2 GID index to test on, the one NCCL is given (nccl_config.port_gid_index): a VLAN's IPv4 GID
+    """The RoCE v2 GID index to test on, the one NCCL is given (fabric/roce.py, port_gid_index): a VLAN's IPv4 GID
     over the untagged one, since the fabric's RoCE traffic rides the VLAN; the port's first IPv4 RoCE v2 GID
     when the facts cannot tell (several VLANs, or no per-address table)."""
     for entry in (topology.get("rdma") or {}).get("devices") or []:
