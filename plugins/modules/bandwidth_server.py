@@ -26,7 +26,7 @@ description:
 author:
   - gpufabric.core contributors (@gpufabric)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gpufabric.core.attributes
   - gpufabric.core.bandwidth
 options:
   state:

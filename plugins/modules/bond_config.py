@@ -149,15 +149,17 @@ options:
     description: Seconds to wait for the host-wide lock held by another run of this module or by the helper.
     type: int
     default: 30
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description:
+    details:
       - Reports the files that would change, with a diff, after validating them, and what would be done to
         O(service); touches nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file.
+    details: Returns the before and after text of every changed file.
 notes:
   - Needs root, systemd (C(systemctl), C(systemd-run)) and, for O(validate) with networkd, the right to create mount and network
     namespaces (C(unshare), CAP_SYS_ADMIN).

@@ -104,14 +104,16 @@ options:
       C(nvidia-smi) the module then warns that it is not applied, and the role skips that phase.
     type: bool
     default: false
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Validates the configuration and reports the files that would change, with a diff, and what would
+    details: Validates the configuration and reports the files that would change, with a diff, and what would
       be done to the service (systemd is only asked); writes nothing, starts and stops nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file, the password files' sizes only.
+    details: Returns the before and after text of every changed file, the password files' sizes only.
 notes:
   - Runs as root; the files are owned by the user the module runs as.
   - Needs systemd (C(systemctl)) when O(service) is set.

@@ -33,13 +33,15 @@ options:
     description: The nvidia-smi program to run.
     type: path
     default: nvidia-smi
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports the changes it would make without running them.
+    details: Reports the changes it would make without running them.
   diff_mode:
     support: full
-    description: Shows each changed setting per GPU, before and after.
+    details: Shows each changed setting per GPU, before and after.
 author:
   - gpufabric.core contributors (@gpufabric)
 """

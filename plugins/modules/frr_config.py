@@ -68,13 +68,15 @@ options:
         changed; empty leaves the service alone.
     type: str
     default: ""
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Validates the file and reports what would change (and the lines, in diff mode); touches nothing.
+    details: Validates the file and reports what would change (and the lines, in diff mode); touches nothing.
   diff_mode:
     support: full
-    description: The file's before and after, and the running-configuration lines frr-reload.py would delete and add.
+    details: The file's before and after, and the running-configuration lines frr-reload.py would delete and add.
 notes:
   - The daemons named in the configuration must be enabled in C(/etc/frr/daemons) and running (O(enable_daemons)
     and O(service) do that).

@@ -40,14 +40,19 @@ options:
     description: The vtysh binary.
     type: path
     default: /usr/bin/vtysh
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reads only, in check mode too.
+    details: Reads only, in check mode too.
   diff_mode:
     support: none
-    description: Changes nothing, so there is nothing to show.
-"""
+    details: Changes nothing, so there is nothing to show.
+
+  platform:
+    support: full
+    platforms: posix"""
 
 EXAMPLES = r"""
 - name: Read BGP, BFD and the ECMP default route

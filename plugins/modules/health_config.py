@@ -152,13 +152,15 @@ options:
     description: Bring the units to running (false writes the files only, as a test may).
     type: bool
     default: true
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports which files and services would change, with a diff, after validating them; writes nothing.
+    details: Reports which files and services would change, with a diff, after validating them; writes nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file.
+    details: Returns the before and after text of every changed file.
 author:
   - gpufabric.core contributors (@gpufabric)
 """

@@ -67,13 +67,15 @@ options:
     description: Bring Debian's Prometheus and Alertmanager units to running and reload or restart them after a change.
     type: bool
     default: false
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports which rule, route and target files would change, with a diff, after validating them; writes nothing.
+    details: Reports which rule, route and target files would change, with a diff, after validating them; writes nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file.
+    details: Returns the before and after text of every changed file.
 author:
   - gpufabric.core contributors (@gpufabric)
 """

@@ -34,12 +34,14 @@ author:
 requirements:
   - cryptography >= 3.1 (Python library) where the module runs.
   - A POSIX file system with record locks (a local file system, or NFS with its lock manager) for the CA's folder.
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
-    description: Reports what would be created or rewritten, without writing. Before the CA exists, no CRL is planned.
+    details: Reports what would be created or rewritten, without writing. Before the CA exists, no CRL is planned.
     support: full
   diff_mode:
-    description: Names the files that would be created; for the CRL, the revoked serial numbers before and after.
+    details: Names the files that would be created; for the CRL, the revoked serial numbers before and after.
     support: full
 options:
   key_path:

@@ -90,13 +90,15 @@ options:
         leaves the unit alone.
     type: str
     default: ""
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports the files that would change, with a diff, and what that would reload; touches nothing.
+    details: Reports the files that would change, with a diff, and what that would reload; touches nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file (all public material).
+    details: Returns the before and after text of every changed file (all public material).
 notes:
   - Files are owned by root with mode 0644 (public material); the private key stays with the PKI tasks (0600).
 """

@@ -74,13 +74,15 @@ options:
     type: str
     choices: [sha256, sha384, sha512]
     default: sha384
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Says whether the key would be created and why a certificate would be issued; writes nothing.
+    details: Says whether the key would be created and why a certificate would be issued; writes nothing.
   diff_mode:
     support: none
-    description: No diff; the key is never shown.
+    details: No diff; the key is never shown.
 requirements:
   - python3-cryptography on the host
 """

@@ -86,13 +86,15 @@ options:
     type: list
     elements: str
     default: [/etc/profile.d/*.sh, /etc/*.sh, /etc/environment]
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports which files would change, with a diff, after checking them; writes nothing.
+    details: Reports which files would change, with a diff, after checking them; writes nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file.
+    details: Returns the before and after text of every changed file.
 notes:
   - The directories of the files are created (mode 0755) when missing.
   - The verification is part of this one task, so that a run that changes nothing runs no task of its own for it.

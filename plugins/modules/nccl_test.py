@@ -20,7 +20,7 @@ description:
 author:
   - gpufabric.core contributors (@gpufabric)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gpufabric.core.attributes
 options:
   binary:
     description: The nccl-tests program, a name looked up in PATH and O(search_paths), or an absolute path.

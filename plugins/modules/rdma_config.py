@@ -122,13 +122,15 @@ options:
     description: The host's name in that warning.
     type: str
     default: ""
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports which files, services and module options would change, and the reboot reasons; writes and restarts nothing.
+    details: Reports which files, services and module options would change, and the reboot reasons; writes and restarts nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file.
+    details: Returns the before and after text of every changed file.
 notes:
   - Package installation stays with the package modules.
   - Sets the facts C(rdma_reboot_reasons) (every reason pending since the last boot, the marker's and this run's)

@@ -40,14 +40,19 @@ options:
       its mode.
     type: raw
     default: "0755"
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports which files would change, with a diff; writes nothing.
+    details: Reports which files would change, with a diff; writes nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file.
-"""
+    details: Returns the before and after text of every changed file.
+
+  platform:
+    support: full
+    platforms: posix"""
 
 EXAMPLES = r"""
 - name: Write the fabric map as JSON and HTML

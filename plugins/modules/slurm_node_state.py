@@ -119,13 +119,15 @@ options:
     description: Seconds to wait for another loop action's lock before failing.
     type: int
     default: 120
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Decides and reports what it would do (RV(decision), RV(message), RV(guard)); runs no C(scontrol update) and writes nothing.
+    details: Decides and reports what it would do (RV(decision), RV(message), RV(guard)); runs no C(scontrol update) and writes nothing.
   diff_mode:
     support: full
-    description: The node's state and reason before and after.
+    details: The node's state and reason before and after.
 notes:
   - Nothing is written before every check passed; the node is read again after C(scontrol update) and the module
     fails if Slurm does not show the new state.

@@ -53,14 +53,15 @@ options:
     default: 30
 notes:
   - "Soft-RoCE reports a 1X rate (2.5 Gb/s) whatever the link does: give its rails no bandwidth gate from the rate."
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Reports the unit files and systemd actions a run would take, and whether devices would be made.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
+    details: Returns the before and after text of every file that changes.
 seealso:
   - module: gpufabric.core.topology_facts
 author:

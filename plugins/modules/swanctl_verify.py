@@ -25,12 +25,14 @@ author:
   - gpufabric.core maintainers (@gpufabric)
 requirements:
   - strongSwan with swanctl and a running charon (charon-systemd) on the host.
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
-    description: In check mode nothing is initiated or terminated; the report shows what would be.
+    details: In check mode nothing is initiated or terminated; the report shows what would be.
     support: full
   diff_mode:
-    description: Nothing is written, so there is no diff.
+    details: Nothing is written, so there is no diff.
     support: none
 options:
   expected:

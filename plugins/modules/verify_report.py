@@ -27,7 +27,7 @@ requirements:
 author:
   - gpufabric.core contributors (@gpufabric)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gpufabric.core.attributes
 options:
   results:
     description: Pair test results, the C(results) lists of M(gpufabric.core.bandwidth_client), each with a C(round) number when known.

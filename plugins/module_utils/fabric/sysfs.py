@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import int_or_none
 from ansible_collections.gpufabric.core.plugins.module_utils.parsers.ibstat import (
     normalize_physical_state,
     normalize_port_state,
@@ -103,7 +104,7 @@ def live_rdma_devices(root="/sys"):
 
 def net_speed_gbps(netdev, root="/sys"):
     """The link speed of netdev in Gbit/s; None for a virtual or down link (EINVAL or -1) or an unknown netdev."""
-    speed = _int_or_none(_read(os.path.join(root, "class/net", netdev, "speed")))
+    speed = int_or_none(_read(os.path.join(root, "class/net", netdev, "speed")))
     return speed / 1000.0 if speed is not None and speed > 0 else None
 
 
@@ -193,11 +194,6 @@ def rdma_devices(sysfs):
     return devices
 
 
-def _int_or_none(text):
-    text = (text or "").strip()
-    return int(text) if re.match(r"^-?\d+$", text) else None
-
-
 def net_interfaces(sysfs):
     """Network interfaces under class/net (loopback excluded), each with its bond slaves if a bond."""
     interfaces = []
@@ -208,14 +204,14 @@ def net_interfaces(sysfs):
         device = parse_uevent(sysfs.get(base + "device/uevent"))
         own = parse_uevent(sysfs.get(base + "uevent"))
         operstate = sysfs.get(base + "operstate")
-        speed = _int_or_none(sysfs.get(base + "speed"))
+        speed = int_or_none(sysfs.get(base + "speed"))
         slaves = sysfs.get(base + "bonding/slaves")
         interfaces.append({
             "name": name,
             "mac": sysfs.get(base + "address"),
             # The kernel reports -1 (or a stale value) for links that are down.
             "speed_mbps": speed if speed is not None and speed > 0 and operstate != "down" else None,
-            "mtu": _int_or_none(sysfs.get(base + "mtu")),
+            "mtu": int_or_none(sysfs.get(base + "mtu")),
             "driver": device.get("DRIVER") or own.get("DEVTYPE"),
             "operstate": operstate,
             "pci_address": device.get("PCI_SLOT_NAME"),

@@ -15,6 +15,19 @@ import re
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
+_SIGNED_INT = re.compile(r"-?\d+")
+_UNSIGNED_INT = re.compile(r"\d+")
+
+
+def int_or_none(value, signed=True):
+    """The int of a whole decimal number (white space around it allowed; a sign when signed), else None (None, empty,
+    or any other text). The one reading of "a number or nothing" the parsers share."""
+    if value is None:
+        return None
+    text = value.strip()
+    return int(text) if (_SIGNED_INT if signed else _UNSIGNED_INT).fullmatch(text) else None
+
+
 class ParseError(ValueError):
     """The text given to a parser is not output of the command it parses."""
 

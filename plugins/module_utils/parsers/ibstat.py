@@ -9,6 +9,7 @@ normalize_port_state and normalize_physical_state give one spelling, used by all
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import (
@@ -16,6 +17,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common impo
     ParseError,
     clean_lines,
     describe_line,
+    int_or_none,
 )
 
 COMMAND = "ibstat"
@@ -44,7 +46,8 @@ _RATE_FACTOR_TO_GBPS = {"": 1.0, "G": 1.0, "M": 0.001, "K": 0.000001, "T": 1000.
 _CA = re.compile(r"^CA '([^']+)'\s*$")
 _PORT = re.compile(r"^\s+Port (\d+):\s*$")
 _KEY_VALUE = re.compile(r"^\s+([^:]+?):\s*(.*)$")
-_INT = re.compile(r"^\d+$")
+# A LID, an LMC, a count: whole unsigned numbers.
+_unsigned = functools.partial(int_or_none, signed=False)
 
 
 def _split_code(value):
@@ -88,10 +91,6 @@ def parse_rate_gbps(value):
     return float(match.group(1)) * _RATE_FACTOR_TO_GBPS[match.group(2).upper()]
 
 
-def _int_or_none(value):
-    return int(value) if _INT.match(value or "") else None
-
-
 _CA_FIELDS = {
     "ca type": "ca_type",
     "number of ports": "number_of_ports",
@@ -105,9 +104,9 @@ _PORT_FIELDS = {
     "state": ("state", normalize_port_state),
     "physical state": ("physical_state", normalize_physical_state),
     "rate": ("rate_gbps", parse_rate_gbps),
-    "base lid": ("base_lid", _int_or_none),
-    "lmc": ("lmc", _int_or_none),
-    "sm lid": ("sm_lid", _int_or_none),
+    "base lid": ("base_lid", _unsigned),
+    "lmc": ("lmc", _unsigned),
+    "sm lid": ("sm_lid", _unsigned),
     "capability mask": ("capability_mask", str),
     "port guid": ("port_guid", str),
     "link layer": ("link_layer", str),
@@ -169,7 +168,7 @@ def parse_ibstat(text):
             name, convert = _PORT_FIELDS[key]
             fields.set(port, name, convert(value), number, line)
         elif key in _CA_FIELDS:
-            fields.set(ca, _CA_FIELDS[key], _int_or_none(value) if key == "number of ports" else value, number, line)
+            fields.set(ca, _CA_FIELDS[key], _unsigned(value) if key == "number of ports" else value, number, line)
     for ca in cas:
         if not ca["ports"]:
             errors.append("CA '%s' lists no port (no 'Port <n>:' block): the output is cut or the device is gone"

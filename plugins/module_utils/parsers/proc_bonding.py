@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import FieldsOnce, ParseError, clean_lines
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import FieldsOnce, ParseError, clean_lines, int_or_none
 
 COMMAND = "/proc/net/bonding/<bond>"
 
@@ -30,13 +30,8 @@ _LACP_COLLECTING = 0x10
 _LACP_DISTRIBUTING = 0x20
 
 _KEY_VALUE = re.compile(r"^\s*([^:]+?)\s*:\s*(.*?)\s*$")
-_INT = re.compile(r"^-?\d+$")
 _SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*([KMGT]?)(?:bps|b/s)$", re.IGNORECASE)
 _SPEED_FACTOR_TO_MBPS = {"K": 0.001, "": 1, "M": 1, "G": 1000, "T": 1000000}
-
-
-def _int_or_none(value):
-    return int(value) if value is not None and _INT.match(value) else None
 
 
 def _speed_mbps(value):
@@ -117,24 +112,24 @@ _SLAVE_FIELDS = {
     "mii status": ("mii_status", str),
     "speed": ("speed_mbps", _speed_mbps),
     "duplex": ("duplex", str),
-    "link failure count": ("link_failure_count", _int_or_none),
+    "link failure count": ("link_failure_count", int_or_none),
     "permanent hw addr": ("permanent_hw_addr", str.lower),
-    "aggregator id": ("aggregator_id", _int_or_none),
+    "aggregator id": ("aggregator_id", int_or_none),
     "actor churn state": ("actor_churn_state", str),
     "partner churn state": ("partner_churn_state", str),
-    "actor churned count": ("actor_churned_count", _int_or_none),
-    "partner churned count": ("partner_churned_count", _int_or_none),
+    "actor churned count": ("actor_churned_count", int_or_none),
+    "partner churned count": ("partner_churned_count", int_or_none),
 }
 
 _BOND_FIELDS = {
     "bonding mode": ("mode_line", str),
     "transmit hash policy": ("xmit_hash_policy", _hash_policy),
     "mii status": ("mii_status", str),
-    "mii polling interval (ms)": ("mii_polling_ms", _int_or_none),
-    "up delay (ms)": ("up_delay_ms", _int_or_none),
-    "down delay (ms)": ("down_delay_ms", _int_or_none),
+    "mii polling interval (ms)": ("mii_polling_ms", int_or_none),
+    "up delay (ms)": ("up_delay_ms", int_or_none),
+    "down delay (ms)": ("down_delay_ms", int_or_none),
     "lacp rate": ("lacp_rate", str),
-    "min links": ("min_links", _int_or_none),
+    "min links": ("min_links", int_or_none),
     "aggregator selection policy (ad_select)": ("ad_select", str),
     "system mac address": ("system_mac", str.lower),
     "currently active slave": ("active_slave", str),
@@ -142,10 +137,10 @@ _BOND_FIELDS = {
 }
 
 _AGGREGATOR_FIELDS = {
-    "aggregator id": ("aggregator_id", _int_or_none),
-    "number of ports": ("number_of_ports", _int_or_none),
-    "actor key": ("actor_key", _int_or_none),
-    "partner key": ("partner_key", _int_or_none),
+    "aggregator id": ("aggregator_id", int_or_none),
+    "number of ports": ("number_of_ports", int_or_none),
+    "actor key": ("actor_key", int_or_none),
+    "partner key": ("partner_key", int_or_none),
     "partner mac address": ("partner_mac", str.lower),
 }
 
@@ -228,7 +223,7 @@ def parse_bonding(text):
         elif section in ("actor_pdu", "partner_pdu") and slave is not None:
             prefix = "actor" if section == "actor_pdu" else "partner"
             if key == "port state":
-                store(slave, prefix + "_port_state", _int_or_none(value))
+                store(slave, prefix + "_port_state", int_or_none(value))
             elif key == "system mac address" and prefix == "partner":
                 store(slave, "partner_mac", value.lower())
             elif key in _SLAVE_FIELDS:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError, clean_lines
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError, clean_lines, int_or_none
 
 LIST_SAS = "swanctl --list-sas"
 INITIATE = "swanctl --initiate"
@@ -106,10 +106,6 @@ def key_exchanges(algorithms):
 def is_post_quantum(names):
     """Whether any of these key exchanges (key_exchanges() names) is a post-quantum KEM such as ML_KEM_768."""
     return any(_POST_QUANTUM_KE.match(name) for name in names)
-
-
-def _int_or_none(value):
-    return int(value) if value is not None else None
 
 
 def _timers(line, target, keys):
@@ -252,7 +248,7 @@ def _parse_child_line(child, body, number):
         child["spi_" + direction] = traffic.group("spi")
         child["bytes_" + direction] = int(traffic.group("bytes"))
         child["packets_" + direction] = int(traffic.group("packets"))
-        child["idle_seconds_" + direction] = _int_or_none(traffic.group("use"))
+        child["idle_seconds_" + direction] = int_or_none(traffic.group("use"))
         return
     selectors = _TS.match(body)
     if selectors:
