@@ -30,8 +30,8 @@ if not LINK.exists():
     LINK.symlink_to(ROOT)
 sys.path.insert(0, str(COLLECTIONS))
 
-from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map import build_fabric_map  # noqa: E402
-from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map_html import render_html  # noqa: E402
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.map import build_fabric_map  # noqa: E402
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.map_html import render_html  # noqa: E402
 
 RAILS = 8
 SU_SIZE = 32

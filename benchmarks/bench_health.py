@@ -50,7 +50,7 @@ from health_lab import (  # noqa: E402
     wait_resolved,
 )
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_sample  # noqa: E402
+from ansible_collections.gpufabric.core.plugins.module_utils.health import sample as health_sample  # noqa: E402
 
 LAB = "gpufabric-bench-health"
 LAB_ENV = dict(os.environ, GPUFABRIC_LAB_NAME=LAB, GPUFABRIC_LAB_SUBNET="10.231.30.0/24", GPUFABRIC_LAB_MONITOR="1",

@@ -1,7 +1,7 @@
 """The path MTU check's cost, measured and planned: probes and seconds per pair on a right 9000 path and behind a
 leaf port left at 1500 (the silent L2 drop), then what that costs a 1,000-host sweep plan (rounds x per-round cost).
 
-The per-pair figures come from the role's own search (plugins/module_utils/path_mtu.py) with real DF pings
+The per-pair figures come from the role's own search (plugins/module_utils/verify/path_mtu.py) with real DF pings
 (iputils-ping, 1 s wait) in network namespaces inside one lab container: a veth at 9000 into a Linux bridge, one
 bridge port at 9000 and one at 1500. A round's pairs probe at the same time, so a round costs its slowest pair; the
 plan's rounds come from gpufabric.core's pairing (all: N-1 rounds, quick: about log2 N).
@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / ".build" / "collections"))
 
-from ansible_collections.gpufabric.core.plugins.module_utils.pairing import pairing_rounds  # noqa: E402
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.pairing import pairing_rounds  # noqa: E402
 
 IMAGE = "localhost/gpufabric-lab:latest"
 INSIDE = r"""
@@ -33,7 +33,7 @@ ip -n a addr add 10.9.0.1/24 dev a0; ip -n b addr add 10.9.0.2/24 dev b0; ip -n 
 sleep 1
 ip netns exec a python3 - <<'PY'
 import importlib.util, json, subprocess, time
-spec = importlib.util.spec_from_file_location("path_mtu", "/collection/plugins/module_utils/path_mtu.py")
+spec = importlib.util.spec_from_file_location("path_mtu", "/collection/plugins/module_utils/verify/path_mtu.py")
 pm = importlib.util.module_from_spec(spec); spec.loader.exec_module(pm)
 out = {}
 for name, address in (("right 9000 path", "10.9.0.2"), ("leaf port at 1500", "10.9.0.3")):

@@ -32,7 +32,7 @@ ansible-playbook "${common[@]}" --tags verify_install >"$work/install.log" 2>&1 
 mapfile -t hosts < <(ansible-inventory -i "$inventory" --graph lab | sed -n 's/^ *|--//p')
 PYTHONPATH=$ROOT/.build/collections python3 - "$work/serial.json" "${hosts[@]}" <<'PY'
 import json, sys
-from ansible_collections.gpufabric.core.plugins.module_utils.pairing import pairing_rounds
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.pairing import pairing_rounds
 rounds = pairing_rounds(sys.argv[2:], "all")
 json.dump({"verify_rounds": [[pair] for one_round in rounds for pair in one_round]}, open(sys.argv[1], "w"))
 PY

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Capture, on a real GPU host, the outputs this collection's parsers read (nvidia-smi, lspci, sysfs PCIe links,
 # NVML, DCGM, nccl-tests where installed), each with the command and exit status in commands.tsv, and run
-# discovery's own code (module_utils/topology.py) on the live host into a snapshot directory.
+# discovery's own code (module_utils/fabric/topology.py) on the live host into a snapshot directory.
 # Usage: scripts/gpu-capture.sh OUTPUT_DIR   (read only on the host: it changes no setting)
 set -u
 out=${1:?usage: gpu-capture.sh OUTPUT_DIR}
@@ -136,7 +136,7 @@ mkdir -p "$tree/ansible_collections/gpufabric"
 ln -s "$repo" "$tree/ansible_collections/gpufabric/core"
 cap topology.json 120 env PYTHONPATH="$tree" python3 - "$out/snapshot" <<'EOF'
 import json, shutil, subprocess, sys
-from ansible_collections.gpufabric.core.plugins.module_utils import topology
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric import topology
 
 def run(argv):
     done = subprocess.run(argv, capture_output=True, text=True, check=False)

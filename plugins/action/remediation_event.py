@@ -8,7 +8,7 @@ from __future__ import annotations
 from ansible.plugins.action import ActionBase
 from ansible.utils.unsafe_proxy import wrap_var
 
-from ansible_collections.gpufabric.core.plugins.module_utils.remediation import RemediationError, alerts_from
+from ansible_collections.gpufabric.core.plugins.module_utils.health.remediation import RemediationError, alerts_from
 
 
 def given_alerts(task_vars):

@@ -81,9 +81,9 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_addressing import (
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding.addressing import (
     HAS_NETADDR, NETADDR_IMPORT_ERROR, addressing_problems)
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import BondingConfigError, normalize
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding.validate import BondingConfigError, normalize
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 

@@ -45,9 +45,9 @@ _value:
   sample: ["bond0: slaves are in different aggregators (enp197s0f2 in aggregator 1; enp197s0f0 in aggregator 2) ..."]
 """
 
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_runtime import runtime_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.proc_bonding import parse_bonding
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding.runtime import runtime_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 

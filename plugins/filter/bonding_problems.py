@@ -58,8 +58,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_addressing import HAS_NETADDR, NETADDR_IMPORT_ERROR
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_inputs import bonding_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding.addressing import HAS_NETADDR, NETADDR_IMPORT_ERROR
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding.inputs import bonding_problems
 
 
 def bonding_problems_filter(settings, prefix="bonding"):

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.core.plugins.module_utils.cooling_policy import mig_layout_problems, policy_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling.policy import mig_layout_problems, policy_problems
 
 DOCUMENTATION = r"""
 name: cooling_policy_problems

@@ -55,8 +55,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.core.plugins.module_utils.discover_inputs import discover_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.discover_inputs import discover_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.checks import masked
 
 
 def discover_problems_filter(settings, hosts=None):

@@ -140,7 +140,7 @@ from collections.abc import Mapping
 
 from jinja2 import Undefined
 
-from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map import FabricMapError, build_fabric_map
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.map import FabricMapError, build_fabric_map
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 

@@ -57,7 +57,7 @@ _value:
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map_html import render_html
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.map_html import render_html
 
 _REQUIRED_KEYS = ("summary", "hosts", "switches", "findings")
 

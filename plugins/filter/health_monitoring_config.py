@@ -119,7 +119,10 @@ _value:
 import json
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.core.plugins.module_utils import health_config, health_rules
+from ansible_collections.gpufabric.core.plugins.module_utils.health import (
+    config as health_config,
+    rules as health_rules,
+)
 
 try:
     import yaml

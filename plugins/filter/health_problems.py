@@ -54,8 +54,8 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.core.plugins.module_utils.health_config import problems as _problems
-from ansible_collections.gpufabric.core.plugins.module_utils.health_config import target_label_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.health.config import problems as _problems
+from ansible_collections.gpufabric.core.plugins.module_utils.health.config import target_label_problems
 
 
 def health_problems(settings, targets=None):

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleError
 from jinja2.exceptions import TemplateError
 
-from ansible_collections.gpufabric.core.plugins.module_utils.inventory_inputs import CLAIMING_VARIABLES, inventory_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.inventory import CLAIMING_VARIABLES, inventory_problems
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_pki import HAS_CRYPTOGRAPHY, csr_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.pki import HAS_CRYPTOGRAPHY, csr_problems
 
 DOCUMENTATION = r"""
 name: ipsec_csr_problems

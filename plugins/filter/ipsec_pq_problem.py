@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import pq_kex_problem
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.inputs import pq_kex_problem
 
 DOCUMENTATION = r"""
 name: ipsec_pq_problem

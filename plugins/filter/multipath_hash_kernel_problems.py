@@ -53,7 +53,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.core.plugins.module_utils.multipath_hash import kernel_problems, parse_sysctl_names
+from ansible_collections.gpufabric.core.plugins.module_utils.routing.multipath_hash import kernel_problems, parse_sysctl_names
 
 
 def multipath_hash_kernel_problems(text, policy, kernel="", prefix="routing_"):

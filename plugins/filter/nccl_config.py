@@ -91,7 +91,7 @@ _value:
       sample: ["NCCL_IB_HAC: not an NCCL variable; did you mean NCCL_IB_HCA?"]
 """
 
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import NcclConfigError, nccl_config
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl.config import NcclConfigError, nccl_config
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 

@@ -65,7 +65,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import hca_consistency
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl.config import hca_consistency
 
 
 def nccl_hca_consistency(hosts, hostvars, config_var="__nccl_config", group_var="gpufabric_peer_group", group=""):

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_inputs import nccl_problems
-from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl.inputs import nccl_problems
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import settings_problems_filter
 
 DOCUMENTATION = r"""
 name: nccl_problems
@@ -55,15 +55,8 @@ _value:
 """
 
 
-def nccl_problems_filter(settings):
-    if not isinstance(settings, dict):
-        raise TypeError("the input must be a dict of nccl_* variables, got %s"
-                        % type(settings).__name__)
-    return nccl_problems(settings)
-
-
 class FilterModule:
     """The nccl_problems filter."""
 
     def filters(self):
-        return {"nccl_problems": raising_filter_error("nccl_problems", nccl_problems_filter, (TypeError,))}
+        return settings_problems_filter("nccl_problems", nccl_problems, "nccl_* variables")

@@ -57,7 +57,7 @@ _value:
     </system>
 """
 
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import NcclConfigError, topology_xml
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl.config import NcclConfigError, topology_xml
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 

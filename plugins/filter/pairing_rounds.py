@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.core.plugins.module_utils.pairing import PairingError, pairing_rounds
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.pairing import PairingError, pairing_rounds
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.core.plugins.module_utils.lldp import parse_lldp, parse_lldp_neighbors
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.lldp import parse_lldp, parse_lldp_neighbors
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""

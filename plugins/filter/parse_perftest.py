@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
-from ansible_collections.gpufabric.core.plugins.module_utils.perftest import parse_perftest
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.perftest import parse_perftest
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""

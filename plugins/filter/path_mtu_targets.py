@@ -61,7 +61,7 @@ _value:
                       peer_interface: eth0, peer_mtu: 9000}], skipped: []}
 """
 
-from ansible_collections.gpufabric.core.plugins.module_utils.path_mtu import targets
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.path_mtu import targets
 
 
 def path_mtu_targets(server, client, client_facts, server_facts, server_address=None, perftest=False, rails=None):

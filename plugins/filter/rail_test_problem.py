@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ansible_collections.gpufabric.core.plugins.module_utils.bandwidth import (
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.bandwidth import (
     RAILS_FROM,
     BandwidthError,
     rdma_unavailable_reason,

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.core.plugins.module_utils.rdma_inputs import rdma_problems
-from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
+from ansible_collections.gpufabric.core.plugins.module_utils.rdma.inputs import rdma_problems
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import settings_problems_filter
 
 DOCUMENTATION = r"""
 name: rdma_problems
@@ -51,15 +51,8 @@ _value:
 """
 
 
-def rdma_problems_filter(settings):
-    if not isinstance(settings, dict):
-        raise TypeError("the input must be a dict of rdma_* variables, got %s"
-                        % type(settings).__name__)
-    return rdma_problems(settings)
-
-
 class FilterModule:
     """The rdma_problems filter."""
 
     def filters(self):
-        return {"rdma_problems": raising_filter_error("rdma_problems", rdma_problems_filter, (TypeError,))}
+        return settings_problems_filter("rdma_problems", rdma_problems, "rdma_* variables")

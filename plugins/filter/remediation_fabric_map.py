@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.core.plugins.module_utils import remediation
+from ansible_collections.gpufabric.core.plugins.module_utils.health import remediation
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""

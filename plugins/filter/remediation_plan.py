@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from ansible.utils.unsafe_proxy import wrap_var
 
-from ansible_collections.gpufabric.core.plugins.module_utils import remediation
-from ansible_collections.gpufabric.core.plugins.module_utils.slurm_nodes import reason_prefix_problem
+from ansible_collections.gpufabric.core.plugins.module_utils.health import remediation
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.slurm_nodes import reason_prefix_problem
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""

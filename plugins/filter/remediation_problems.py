@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.core.plugins.module_utils.remediation_inputs import remediation_problems
-from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
+from ansible_collections.gpufabric.core.plugins.module_utils.health.remediation_inputs import remediation_problems
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import settings_problems_filter
 
 DOCUMENTATION = r"""
 name: remediation_problems
@@ -56,9 +56,7 @@ _value:
 """
 
 
-def remediation_problems_filter(settings, groups=None):
-    if not isinstance(settings, dict):
-        raise TypeError("the input must be a dict of remediation_* variables, got %s" % type(settings).__name__)
+def _problems(settings, groups=None):
     return remediation_problems(settings, groups=None if groups is None else list(groups))
 
 
@@ -66,5 +64,4 @@ class FilterModule:
     """The remediation_problems filter."""
 
     def filters(self):
-        return {"remediation_problems": raising_filter_error("remediation_problems", remediation_problems_filter,
-                                                             (TypeError,))}
+        return settings_problems_filter("remediation_problems", _problems, "remediation_* variables")

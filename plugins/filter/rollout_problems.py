@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.core.plugins.module_utils.rollout import rollout_problems
-from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.rollout import rollout_problems
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import settings_problems_filter
 
 DOCUMENTATION = r"""
 name: rollout_problems
@@ -50,15 +50,8 @@ _value:
 """
 
 
-def rollout_problems_filter(settings):
-    if not isinstance(settings, dict):
-        raise TypeError("the input must be a dict, got %s"
-                        % type(settings).__name__)
-    return rollout_problems(settings)
-
-
 class FilterModule:
     """The rollout_problems filter."""
 
     def filters(self):
-        return {"rollout_problems": raising_filter_error("rollout_problems", rollout_problems_filter, (TypeError,))}
+        return settings_problems_filter("rollout_problems", rollout_problems)

@@ -42,7 +42,7 @@ _value:
   type: raw
 """
 
-from ansible_collections.gpufabric.core.plugins.module_utils.rollout import RolloutError, checked_serial
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.rollout import RolloutError, checked_serial
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 

@@ -64,9 +64,9 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import masked
-from ansible_collections.gpufabric.core.plugins.module_utils.multipath_hash import hash_settings_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.routing_config import routing_problems as _problems
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.checks import masked
+from ansible_collections.gpufabric.core.plugins.module_utils.routing.config import routing_problems as _problems
+from ansible_collections.gpufabric.core.plugins.module_utils.routing.multipath_hash import hash_settings_problems
 
 
 def routing_problems(settings, prefix="routing_"):

@@ -125,7 +125,7 @@ from collections.abc import Mapping
 
 from jinja2 import Undefined
 
-from ansible_collections.gpufabric.core.plugins.module_utils.slurm_topology import (
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.slurm_topology import (
     SlurmTopologyError,
     build_slurm_topology,
 )

@@ -63,7 +63,7 @@ _value:
         choices: [inbox, doca]
 """
 
-from ansible_collections.gpufabric.core.plugins.module_utils.awx_survey import SurveyError, survey_spec
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.awx_survey import SurveyError, survey_spec
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 

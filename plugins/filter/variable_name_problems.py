@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.core.plugins.module_utils.variable_names import misspelt_variable_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.variable_names import misspelt_variable_problems
 
 DOCUMENTATION = r"""
 name: variable_name_problems

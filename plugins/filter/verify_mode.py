@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible.utils.display import Display
 
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import verify_mode
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.checks import verify_mode
 from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
 
 DOCUMENTATION = r"""

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.core.plugins.module_utils.verify_inputs import verify_problems
-from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import raising_filter_error
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.inputs import verify_problems
+from ansible_collections.gpufabric.core.plugins.plugin_utils.filter_errors import settings_problems_filter
 
 DOCUMENTATION = r"""
 name: verify_problems
@@ -57,10 +57,7 @@ _value:
 """
 
 
-def verify_problems_filter(settings, hosts=None):
-    if not isinstance(settings, dict):
-        raise TypeError("the input must be a dict of verify_* variables, "
-                        "got %s" % type(settings).__name__)
+def _problems(settings, hosts=None):
     if hosts is not None and (not isinstance(hosts, list) or not all(isinstance(host, str) for host in hosts)):
         raise TypeError("hosts must be a list of host names, got %r" % (hosts,))
     return verify_problems(settings, hosts)
@@ -70,4 +67,4 @@ class FilterModule:
     """The verify_problems filter."""
 
     def filters(self):
-        return {"verify_problems": raising_filter_error("verify_problems", verify_problems_filter, (TypeError,))}
+        return settings_problems_filter("verify_problems", _problems, "verify_* variables")

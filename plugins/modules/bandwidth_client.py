@@ -21,7 +21,7 @@ description:
 author:
   - gpufabric.core contributors (@gpufabric)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gpufabric.core.attributes
   - gpufabric.core.bandwidth
 options:
   server:
@@ -141,9 +141,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import bandwidth, sysfs
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
-from ansible_collections.gpufabric.core.plugins.module_utils.perftest import parse_perftest
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric import sysfs
+from ansible_collections.gpufabric.core.plugins.module_utils.verify import bandwidth
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.perftest import parse_perftest
 
 _ROUTE_DEV = re.compile(r"\bdev\s+(\S+)")
 

@@ -26,7 +26,7 @@ description:
 author:
   - gpufabric.core contributors (@gpufabric)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gpufabric.core.attributes
   - gpufabric.core.bandwidth
 options:
   state:
@@ -139,7 +139,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import bandwidth
+from ansible_collections.gpufabric.core.plugins.module_utils.verify import bandwidth
 
 # perftest servers need a moment to open their device before listening.
 _LISTEN_WAIT_S = 10

@@ -120,15 +120,16 @@ options:
     default: /usr/local/libexec/gpufabric-bonding-activate
   helper_package:
     description:
-      - The helper's Python package, file name to content, installed (mode 0644) as C(gpufabric_bonding) in
-        O(helper_lib_dir) beside the command O(helper) (mode 0755) that runs it, when missing or different, before
-        anything uses them. The role passes the collection's C(bonding_activate.py), C(bonding_transaction.py),
-        C(file_transaction.py) and C(systemd_units.py) as they are. Listed in RV(changes) and the diff, outside the
+      - The collection's module_utils the helper imports, path relative to C(plugins/module_utils) to content,
+        installed (mode 0644) under O(helper_lib_dir)C(/ansible_collections/gpufabric/core/plugins/module_utils) (the
+        layout of every host program of the collection) beside the command O(helper) (mode 0755) that runs
+        C(bonding_activate), when missing or different, before anything uses them. The role passes
+        C(bonding_activate.py) and its import closure as they are. Listed in RV(changes) and the diff, outside the
         transaction (a rollback does not remove it).
       - Not given, the helper must already be installed at O(helper).
     type: dict
   helper_lib_dir:
-    description: Directory of the helper's package (C(<helper_lib_dir>/gpufabric_bonding)).
+    description: Library directory of the helper (the module_utils it imports, under C(ansible_collections/)).
     type: path
     default: /usr/local/lib/gpufabric-bonding
   service:
@@ -148,15 +149,17 @@ options:
     description: Seconds to wait for the host-wide lock held by another run of this module or by the helper.
     type: int
     default: 30
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description:
+    details:
       - Reports the files that would change, with a diff, after validating them, and what would be done to
         O(service); touches nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file.
+    details: Returns the before and after text of every changed file.
 notes:
   - Needs root, systemd (C(systemctl), C(systemd-run)) and, for O(validate) with networkd, the right to create mount and network
     namespaces (C(unshare), CAP_SYS_ADMIN).
@@ -283,17 +286,17 @@ import time
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_addressing as ba
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_plan as bp
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_prerequisites as bpr
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_netplan as brp
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_networkd as brn
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_render_nm as brm
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_transaction as bt
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_validate as bv
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import path_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import addressing as ba
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import plan as bp
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import prerequisites as bpr
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import render_netplan as brp
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import render_networkd as brn
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import render_nm as brm
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import transaction as bt
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import validate as bv
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import systemd_units as su
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.checks import path_problems
 
 BACKEND_DEFAULTS = {
     "networkd": {"config_dir": "/etc/systemd/network", "file_prefix": "10-gpufabric-", "mode": 0o644},

@@ -36,7 +36,14 @@ options:
     type: dict
     default: {}
   package:
-    description: The controller package, file name to content (the role's C(files/gpufabric_cooling) and module_utils).
+    description: The controller package, file name to content (the role's C(files/gpufabric_cooling)).
+    type: dict
+    default: {}
+  module_utils:
+    description:
+      - The collection's module_utils the controller imports, path relative to C(plugins/module_utils) to content,
+        installed under O(lib_dir)C(/ansible_collections/gpufabric/core/plugins/module_utils) (the layout of every
+        host program of the collection).
     type: dict
     default: {}
   ipmi_password:
@@ -56,7 +63,7 @@ options:
     type: path
     default: /etc/gpufabric-cooling/redfish.pass
   lib_dir:
-    description: Directory holding the C(gpufabric_cooling) package.
+    description: Directory holding the C(gpufabric_cooling) package and the module_utils it imports.
     type: path
     default: /usr/local/lib/gpufabric-cooling
   config_dir:
@@ -97,14 +104,16 @@ options:
       C(nvidia-smi) the module then warns that it is not applied, and the role skips that phase.
     type: bool
     default: false
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Validates the configuration and reports the files that would change, with a diff, and what would
+    details: Validates the configuration and reports the files that would change, with a diff, and what would
       be done to the service (systemd is only asked); writes nothing, starts and stops nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file, the password files' sizes only.
+    details: Returns the before and after text of every changed file, the password files' sizes only.
 notes:
   - Runs as root; the files are owned by the user the module runs as.
   - Needs systemd (C(systemctl)) when O(service) is set.
@@ -119,6 +128,7 @@ EXAMPLES = r"""
   gpufabric.core.cooling_config:
     config: "{{ cooling_policy }}"
     package: "{{ cooling_package_files }}"
+    module_utils: "{{ cooling_module_utils_files }}"
     ipmi_password: "{{ vault_ipmi_password }}"
     service: gpufabric-cooling.service
   register: cooling_files
@@ -182,11 +192,11 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import cooling_files as cf
-from ansible_collections.gpufabric.core.plugins.module_utils import cooling_policy as cp
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import reboot_marker as rm
-from ansible_collections.gpufabric.core.plugins.module_utils.systemd_units import UnitError
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling import files as cf
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling import policy as cp
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import reboot_marker as rm
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio.systemd_units import UnitError
 
 
 def _directory_changes(wanted):
@@ -205,6 +215,7 @@ def main():
             "enabled": {"type": "bool", "default": True},
             "config": {"type": "dict", "default": {}},
             "package": {"type": "dict", "default": {}},
+            "module_utils": {"type": "dict", "default": {}},
             "ipmi_password": {"type": "str", "default": "", "no_log": True},
             "redfish_password": {"type": "str", "default": "", "no_log": True},
             "ipmi_password_file": {"type": "path", "default": "/etc/gpufabric-cooling/ipmi.pass"},
@@ -225,7 +236,7 @@ def main():
     params = module.params
     problems = []
     if params["enabled"]:
-        problems += cf.package_name_problems(params["package"])
+        problems += cf.package_name_problems(params["package"], params["module_utils"])
         if "__main__.py" not in params["package"]:
             problems.append("package: the controller package has no __main__.py")
         if params["watchdog_sec"] < 1:

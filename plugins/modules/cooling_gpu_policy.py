@@ -33,13 +33,15 @@ options:
     description: The nvidia-smi program to run.
     type: path
     default: nvidia-smi
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports the changes it would make without running them.
+    details: Reports the changes it would make without running them.
   diff_mode:
     support: full
-    description: Shows each changed setting per GPU, before and after.
+    details: Shows each changed setting per GPU, before and after.
 author:
   - gpufabric.core contributors (@gpufabric)
 """
@@ -85,14 +87,14 @@ unmanaged:
 import shutil
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.core.plugins.module_utils.cooling_gpu import (
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling.gpu import (
     QUERY_FIELDS,
     model_policy_problems,
     parse_gpu_query,
     plan_gpu_policy,
     revert_args,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 
 
 def main():

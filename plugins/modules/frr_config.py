@@ -68,13 +68,15 @@ options:
         changed; empty leaves the service alone.
     type: str
     default: ""
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Validates the file and reports what would change (and the lines, in diff mode); touches nothing.
+    details: Validates the file and reports what would change (and the lines, in diff mode); touches nothing.
   diff_mode:
     support: full
-    description: The file's before and after, and the running-configuration lines frr-reload.py would delete and add.
+    details: The file's before and after, and the running-configuration lines frr-reload.py would delete and add.
 notes:
   - The daemons named in the configuration must be enabled in C(/etc/frr/daemons) and running (O(enable_daemons)
     and O(service) do that).
@@ -130,9 +132,9 @@ topology_changed:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
-from ansible_collections.gpufabric.core.plugins.module_utils.frr_reload import (
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import systemd_units as su
+from ansible_collections.gpufabric.core.plugins.module_utils.routing.frr_reload import (
     FrrReloadError,
     changes_pending,
     diff_text,

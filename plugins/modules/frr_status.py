@@ -40,14 +40,19 @@ options:
     description: The vtysh binary.
     type: path
     default: /usr/bin/vtysh
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reads only, in check mode too.
+    details: Reads only, in check mode too.
   diff_mode:
     support: none
-    description: Changes nothing, so there is nothing to show.
-"""
+    details: Changes nothing, so there is nothing to show.
+
+  platform:
+    support: full
+    platforms: posix"""
 
 EXAMPLES = r"""
 - name: Read BGP, BFD and the ECMP default route
@@ -97,7 +102,7 @@ problems:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.core.plugins.module_utils.frr_status import (
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.frr_status import (
     FrrStatusError,
     parse_bfd_peers,
     parse_bgp_summary,

@@ -86,7 +86,10 @@ options:
     choices: [dscp, pcp, ""]
     default: ""
   module_utils:
-    description: File name to content of the collection's module_utils the sampler imports.
+    description:
+      - The collection's module_utils the sampler imports, path relative to C(plugins/module_utils) to content,
+        installed under O(lib_dir)C(/ansible_collections/gpufabric/core/plugins/module_utils) (the layout of every
+        host program of the collection).
     type: dict
     required: true
   package:
@@ -149,13 +152,15 @@ options:
     description: Bring the units to running (false writes the files only, as a test may).
     type: bool
     default: true
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports which files and services would change, with a diff, after validating them; writes nothing.
+    details: Reports which files and services would change, with a diff, after validating them; writes nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file.
+    details: Returns the before and after text of every changed file.
 author:
   - gpufabric.core contributors (@gpufabric)
 """
@@ -186,9 +191,10 @@ service_actions:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import health_config as hc
-from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.health import config as hc
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import host_program as hp
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import systemd_units as su
 
 SAMPLER = "gpufabric-health.service"
 NODE_EXPORTER = "prometheus-node-exporter.service"
@@ -232,9 +238,8 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    problems = [problem for name in list(params["module_utils"]) + list(params["package"])
-                if os.path.basename(name) != name or not name.endswith(".py")
-                for problem in ["%s: not a plain .py file name" % name]]
+    problems = hp.name_problems(params["module_utils"], "module_utils") + hp.name_problems(
+        params["package"], "package", program=True)
     problems += hc.host_path_problems(params)
     if "__main__.py" not in params["package"]:
         problems.append("package: the gpufabric_health package has no __main__.py")

@@ -67,13 +67,15 @@ options:
     description: Bring Debian's Prometheus and Alertmanager units to running and reload or restart them after a change.
     type: bool
     default: false
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports which rule, route and target files would change, with a diff, after validating them; writes nothing.
+    details: Reports which rule, route and target files would change, with a diff, after validating them; writes nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file.
+    details: Returns the before and after text of every changed file.
 author:
   - gpufabric.core contributors (@gpufabric)
 """
@@ -110,8 +112,8 @@ import grp
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import systemd_units as su
 
 KINDS = ("targets", "rules", "alertmanager", "prometheus", "prometheus_defaults", "alertmanager_defaults")
 # Secret files checked before they are written: the web configurations (their password hashes stay out of logs too).

@@ -34,12 +34,14 @@ author:
 requirements:
   - cryptography >= 3.1 (Python library) where the module runs.
   - A POSIX file system with record locks (a local file system, or NFS with its lock manager) for the CA's folder.
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
-    description: Reports what would be created or rewritten, without writing. Before the CA exists, no CRL is planned.
+    details: Reports what would be created or rewritten, without writing. Before the CA exists, no CRL is planned.
     support: full
   diff_mode:
-    description: Names the files that would be created; for the CRL, the revoked serial numbers before and after.
+    details: Names the files that would be created; for the CRL, the revoked serial numbers before and after.
     support: full
 options:
   key_path:
@@ -162,7 +164,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction, ipsec_ca, swanctl_crl
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec import ca as ipsec_ca, crl as swanctl_crl
 
 _PRIVATE_DIR_MODE = 0o700
 _KEY_MODE = 0o600

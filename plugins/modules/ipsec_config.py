@@ -90,13 +90,15 @@ options:
         leaves the unit alone.
     type: str
     default: ""
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports the files that would change, with a diff, and what that would reload; touches nothing.
+    details: Reports the files that would change, with a diff, and what that would reload; touches nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file (all public material).
+    details: Returns the before and after text of every changed file (all public material).
 notes:
   - Files are owned by root with mode 0644 (public material); the private key stays with the PKI tasks (0600).
 """
@@ -176,8 +178,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_config import (
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.config import (
     LOAD,
     RESTART,
     effective_esp_proposals,
@@ -189,9 +191,9 @@ from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_config import
     roce_bypass,
     roce_warning,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import InputError
-from ansible_collections.gpufabric.core.plugins.module_utils.systemd_units import UnitError, ensure_running
-from ansible_collections.gpufabric.core.plugins.module_utils.sysfs import live_rdma_devices
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.inputs import InputError
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio.systemd_units import UnitError, ensure_running
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.sysfs import live_rdma_devices
 
 _PUBLIC = 0o644
 _SETTINGS = ("mesh_group", "ike_proposals", "esp_proposals", "ike_rekey_time", "child_rekey_time", "dpd_delay",

@@ -74,13 +74,15 @@ options:
     type: str
     choices: [sha256, sha384, sha512]
     default: sha384
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Says whether the key would be created and why a certificate would be issued; writes nothing.
+    details: Says whether the key would be created and why a certificate would be issued; writes nothing.
   diff_mode:
     support: none
-    description: No diff; the key is never shown.
+    details: No diff; the key is never shown.
 requirements:
   - python3-cryptography on the host
 """
@@ -120,8 +122,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils.file_transaction import set_attributes, write_atomically
-from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_pki import (
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio.file_transaction import set_attributes, write_atomically
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.pki import (
     HAS_CRYPTOGRAPHY,
     build_csr,
     certificate_facts,

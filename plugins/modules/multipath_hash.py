@@ -89,8 +89,8 @@ file_changed:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction
-from ansible_collections.gpufabric.core.plugins.module_utils.multipath_hash import (
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction
+from ansible_collections.gpufabric.core.plugins.module_utils.routing.multipath_hash import (
     desired_values,
     hash_settings_problems,
     kernel_problems,

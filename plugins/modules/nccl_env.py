@@ -86,13 +86,15 @@ options:
     type: list
     elements: str
     default: [/etc/profile.d/*.sh, /etc/*.sh, /etc/environment]
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports which files would change, with a diff, after checking them; writes nothing.
+    details: Reports which files would change, with a diff, after checking them; writes nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file.
+    details: Returns the before and after text of every changed file.
 notes:
   - The directories of the files are created (mode 0755) when missing.
   - The verification is part of this one task, so that a run that changes nothing runs no task of its own for it.
@@ -142,9 +144,9 @@ import xml.dom.minidom
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import nccl_config as nc
-from ansible_collections.gpufabric.core.plugins.module_utils import nccl_files as nf
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl import config as nc
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl import files as nf
 
 
 def verify(module, params, desired, unwritten, result):

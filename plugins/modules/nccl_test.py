@@ -20,7 +20,7 @@ description:
 author:
   - gpufabric.core contributors (@gpufabric)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gpufabric.core.attributes
 options:
   binary:
     description: The nccl-tests program, a name looked up in PATH and O(search_paths), or an absolute path.
@@ -210,9 +210,9 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils.gates import nccl_busbw
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_tests import parse_nccl_tests
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.gates import nccl_busbw
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.nccl_tests import parse_nccl_tests
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 
 
 def _gpu_count(params):

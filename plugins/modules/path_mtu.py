@@ -76,7 +76,7 @@ results:
 import shutil
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.core.plugins.module_utils.path_mtu import (
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.path_mtu import (
     MTU_RANGE,
     OVER_WAIT_S,
     check_path,

@@ -66,7 +66,10 @@ options:
     type: str
     required: true
   tune_libraries:
-    description: "{file name: content} of the collection's module_utils installed beside the program."
+    description:
+      - The collection's module_utils the program imports, path relative to C(plugins/module_utils) to content,
+        installed beside the program under C(ansible_collections/gpufabric/core/plugins/module_utils) in the
+        library directory (the layout of every host program of the collection).
     type: dict
     default: {}
   python:
@@ -119,13 +122,15 @@ options:
     description: The host's name in that warning.
     type: str
     default: ""
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports which files, services and module options would change, and the reboot reasons; writes and restarts nothing.
+    details: Reports which files, services and module options would change, and the reboot reasons; writes and restarts nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file.
+    details: Returns the before and after text of every changed file.
 notes:
   - Package installation stays with the package modules.
   - Sets the facts C(rdma_reboot_reasons) (every reason pending since the last boot, the marker's and this run's)
@@ -200,9 +205,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import rdma_config as rc
-from ansible_collections.gpufabric.core.plugins.module_utils import reboot_marker as rm
-from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
+from ansible_collections.gpufabric.core.plugins.module_utils.rdma import config as rc
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import reboot_marker as rm
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import systemd_units as su
 
 
 def _modinfo_parameters(module, modinfo, names):

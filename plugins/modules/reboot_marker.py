@@ -45,13 +45,15 @@ options:
     description: The host's name in that warning (warnings do not name the host they come from).
     type: str
     default: ""
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports whether the marker would change and which reasons it would hold; writes nothing.
+    details: Reports whether the marker would change and which reasons it would hold; writes nothing.
   diff_mode:
     support: full
-    description: Returns the marker file's before and after text.
+    details: Returns the marker file's before and after text.
 notes:
   - Sets the facts C(ROLE_reboot_reasons) and C(ROLE_reboot_required) (after the change; in check mode, what the
     run would leave), so that the reboot policy needs no task of its own to export them.
@@ -85,8 +87,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import reboot_marker as rm
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import reboot_marker as rm
 
 
 def main():

@@ -20,13 +20,15 @@ description:
     role argument validation) evaluates it.
   - An action of the controller only; no host is contacted.
 options: {}
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reads only.
+    details: Reads only.
   diff_mode:
     support: none
-    description: Changes nothing.
+    details: Changes nothing.
   action:
     support: full
     description: An action plugin without a module on the host.

@@ -40,14 +40,19 @@ options:
       its mode.
     type: raw
     default: "0755"
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports which files would change, with a diff; writes nothing.
+    details: Reports which files would change, with a diff; writes nothing.
   diff_mode:
     support: full
-    description: Returns the before and after text of every changed file.
-"""
+    details: Returns the before and after text of every changed file.
+
+  platform:
+    support: full
+    platforms: posix"""
 
 EXAMPLES = r"""
 - name: Write the fabric map as JSON and HTML
@@ -80,8 +85,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import file_mode_problem, mode_value
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.checks import file_mode_problem, mode_value
 
 
 def _mode(module, name):

@@ -119,13 +119,15 @@ options:
     description: Seconds to wait for another loop action's lock before failing.
     type: int
     default: 120
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Decides and reports what it would do (RV(decision), RV(message), RV(guard)); runs no C(scontrol update) and writes nothing.
+    details: Decides and reports what it would do (RV(decision), RV(message), RV(guard)); runs no C(scontrol update) and writes nothing.
   diff_mode:
     support: full
-    description: The node's state and reason before and after.
+    details: The node's state and reason before and after.
 notes:
   - Nothing is written before every check passed; the node is read again after C(scontrol update) and the module
     fails if Slurm does not show the new state.
@@ -217,10 +219,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import remediation as rm
-from ansible_collections.gpufabric.core.plugins.module_utils import slurm_nodes as sn
-from ansible_collections.gpufabric.core.plugins.module_utils.prometheus_text import write_textfile
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.health import remediation as rm
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric import slurm_nodes as sn
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio.prometheus_text import write_textfile
 
 # A Slurm NodeName: one node, never a host list expression (node[1-64] would drain them all).
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")

@@ -53,14 +53,15 @@ options:
     default: 30
 notes:
   - "Soft-RoCE reports a 1X rate (2.5 Gb/s) whatever the link does: give its rails no bandwidth gate from the rate."
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Reports the unit files and systemd actions a run would take, and whether devices would be made.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
+    details: Returns the before and after text of every file that changes.
 seealso:
   - module: gpufabric.core.topology_facts
 author:
@@ -118,10 +119,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import soft_roce as sr
-from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
-from ansible_collections.gpufabric.core.plugins.module_utils.sysfs import live_rdma_devices
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.rdma import soft_roce as sr
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import systemd_units as su
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.sysfs import live_rdma_devices
 
 UNIT_MODE = 0o644
 

@@ -26,10 +26,10 @@ requirements:
   - cryptography >= 3.1 (Python library) where the module runs.
 attributes:
   check_mode:
-    description: Reports whether the CRL would be rewritten, without writing it.
+    details: Reports whether the CRL would be rewritten, without writing it.
     support: full
   diff_mode:
-    description: The diff lists the revoked serial numbers before and after.
+    details: The diff lists the revoked serial numbers before and after.
     support: full
 options:
   path:
@@ -74,6 +74,7 @@ options:
     choices: [sha256, sha384, sha512]
     default: sha384
 extends_documentation_fragment:
+  - gpufabric.core.attributes
   - ansible.builtin.files
 """
 
@@ -124,7 +125,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction, swanctl_crl
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec import crl as swanctl_crl
 
 
 def main():

@@ -25,12 +25,14 @@ author:
   - gpufabric.core maintainers (@gpufabric)
 requirements:
   - strongSwan with swanctl and a running charon (charon-systemd) on the host.
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
-    description: In check mode nothing is initiated or terminated; the report shows what would be.
+    details: In check mode nothing is initiated or terminated; the report shows what would be.
     support: full
   diff_mode:
-    description: Nothing is written, so there is no diff.
+    details: Nothing is written, so there is no diff.
     support: none
 options:
   expected:
@@ -245,15 +247,15 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_config import roce_bypass, roce_warning
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import (
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.config import roce_bypass, roce_warning
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.swanctl import (
     encryption_names,
     evaluate_sas,
     parse_list_sas,
     summarize_initiate,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.sysfs import live_rdma_devices
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.sysfs import live_rdma_devices
 
 _POLL_SECONDS = 1
 

@@ -92,13 +92,13 @@ seealso:
   - name: gpufabric_topology schema
     description: The facts' schema, C(docs/topology.md) in the collection.
     link: https://github.com/gpufabric/gpufabric.core/blob/main/docs/topology.md
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Discovery only reads. With O(capture), check mode writes nothing and reports the files that would change.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
     details: The files a capture wrote are listed in RV(capture_files); their content is not diffed.
   facts:
@@ -261,7 +261,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.core.plugins.module_utils.topology import (
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.topology import (
     RailInterfacesError,
     build_topology,
     normalize_rail_interfaces,

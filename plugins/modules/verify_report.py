@@ -27,7 +27,7 @@ requirements:
 author:
   - gpufabric.core contributors (@gpufabric)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gpufabric.core.attributes
 options:
   results:
     description: Pair test results, the C(results) lists of M(gpufabric.core.bandwidth_client), each with a C(round) number when known.
@@ -173,9 +173,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils import gates, html_pages, path_mtu, verify_report
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import file_mode_problem
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import html_pages
+from ansible_collections.gpufabric.core.plugins.module_utils.verify import gates, path_mtu, report as verify_report
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.checks import file_mode_problem
 
 _FILES = {"json": "verify.json", "prometheus": "verify.prom", "html": "verify.html"}
 

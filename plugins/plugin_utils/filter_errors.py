@@ -25,3 +25,17 @@ def raising_filter_error(name, func, errors):
             raise AnsibleFilterError("gpufabric.core.%s: %s" % (name, exc)) from None
 
     return wrapper
+
+
+def settings_problems_filter(name, problems, what=""):
+    """FilterModule.filters()' entry for a problems filter over a role's variables by name: the input must be a dict
+    ("the input must be a dict of <what>, got <type>"), further arguments go to problems(settings, ...) unchanged,
+    and a TypeError (the input's or problems') becomes the AnsibleFilterError of gpufabric.core.<name>."""
+
+    def check(settings, *args, **kwargs):
+        if not isinstance(settings, dict):
+            raise TypeError("the input must be a dict%s, got %s" % (" of " + what if what else "",
+                                                                    type(settings).__name__))
+        return problems(settings, *args, **kwargs)
+
+    return {name: raising_filter_error(name, check, (TypeError,))}

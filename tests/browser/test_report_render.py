@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpufabric.core.plugins.module_utils import gates, verify_report
-from ansible_collections.gpufabric.core.plugins.module_utils.pairing import pairing_rounds
+from ansible_collections.gpufabric.core.plugins.module_utils.verify import gates, report as verify_report
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.pairing import pairing_rounds
 import report_check
 
 pytestmark = pytest.mark.skipif(report_check.find_chromium() is None, reason="chromium is not installed (apt-get install chromium)")

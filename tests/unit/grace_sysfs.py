@@ -8,7 +8,7 @@ its GPU NUMA ID is its memory's node and the rest of the list its MIG memory par
 
 from fixture_data import read_fixture
 
-from ansible_collections.gpufabric.core.plugins.module_utils.nvidia_smi_topo import parse_nvidia_smi_topo
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.nvidia_smi_topo import parse_nvidia_smi_topo
 
 GB200_TOPO = "nvidia_smi_topo/gb200-4gpu-8nic-numa-lists.txt"
 # Distances in the kernel's form (10 = local). No GB200 distance table was found published: the values are made up

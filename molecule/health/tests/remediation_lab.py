@@ -18,7 +18,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / ".build" / "collections"))
 
 from molecule_helpers import podman_exec  # noqa: E402  pylint: disable=wrong-import-position
-from ansible_collections.gpufabric.core.plugins.module_utils import slurm_nodes  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric import (  # noqa: E402  pylint: disable=wrong-import-position
+    slurm_nodes,
+)
 
 LAB = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent"))
 CTL = "health-mon"

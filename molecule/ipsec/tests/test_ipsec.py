@@ -21,7 +21,7 @@ SCENARIO = Path(__file__).resolve().parents[1]
 ROOT = SCENARIO.parents[1]
 sys.path.insert(0, str(ROOT / ".build" / "collections"))
 
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import (  # noqa: E402
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.swanctl import (  # noqa: E402
     evaluate_sas,
     parse_list_sas,
 )

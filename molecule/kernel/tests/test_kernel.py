@@ -46,10 +46,10 @@ import testinfra
 
 from ansible_collections.gpufabric.core.plugins.filter.bond_validate import bond_validate
 from ansible_collections.gpufabric.core.plugins.filter.bond_verify import bond_verify
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
-from ansible_collections.gpufabric.core.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import port_gid_index
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import evaluate_sas, parse_list_sas
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.proc_bonding import parse_bonding
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.ibv_devinfo import parse_ibv_devinfo
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl.config import port_gid_index
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.swanctl import evaluate_sas, parse_list_sas
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -614,7 +614,7 @@ def vmlab(*args):
     subprocess.run([str(VMLAB), *args], check=True, capture_output=True, text=True, timeout=120)
 
 
-# The health alert of a member without its LACP partner (plugins/module_utils/health_rules.py) and the labels of its
+# The health alert of a member without its LACP partner (plugins/module_utils/health/rules.py) and the labels of its
 # contract with the remediation loop (docs/alerts.md).
 BOND_ALERT = "GpufabricBondPartnerLost"
 BOND_ALERT_CONTRACT = {"gpufabric_scope": "node", "gpufabric_remediation": "drain", "severity": "warning"}

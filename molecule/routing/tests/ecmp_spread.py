@@ -16,7 +16,7 @@ from failover import ANYCAST, NODE_LOOPBACK, in_netns, podman_exec
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / ".build" / "collections"))
 
-from ansible_collections.gpufabric.core.plugins.module_utils.multipath_hash import spread  # noqa: E402
+from ansible_collections.gpufabric.core.plugins.module_utils.routing.multipath_hash import spread  # noqa: E402
 
 PROBE = str(Path(__file__).resolve().parents[1] / "files" / "ecmp_spread_probe.py")
 UPLINKS = ["eth0", "eth1"]

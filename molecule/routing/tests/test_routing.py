@@ -17,7 +17,7 @@ ROOT = SCENARIO.parents[1]
 sys.path.insert(0, str(ROOT / ".build" / "collections"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ansible_collections.gpufabric.core.plugins.module_utils.frr_status import (  # noqa: E402
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.frr_status import (  # noqa: E402
     parse_bfd_peers,
     parse_bgp_summary,
 )

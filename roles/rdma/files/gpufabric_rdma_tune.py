@@ -41,19 +41,17 @@ _MLXCONFIG_VALUE = re.compile(r"[A-Za-z0-9_.()-]+")
 _DEVICE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
-# The collection's module_utils/sysfs_text.py: the role installs it next to this file (one cpulist parser and one
-# sysfs reader for the modules and this program); the fallback is the collection itself (unit tests).
-try:
-    from sysfs_text import HostDataError, cpu_node, format_cpulist, parse_cpulist, read_text, write_text
-except ImportError:  # pragma: no cover - run from the collection, not from the host's lib directory
-    from ansible_collections.gpufabric.core.plugins.module_utils.sysfs_text import (  # type: ignore[no-redef]
-        HostDataError,
-        cpu_node,
-        format_cpulist,
-        parse_cpulist,
-        read_text,
-        write_text,
-    )
+# The collection's module_utils/hostio/sysfs_text.py (one cpulist parser and one sysfs reader for the modules and this
+# program): the role installs it beside this file under ansible_collections/gpufabric/core/plugins/module_utils
+# (host_program's layout), so the import is the collection's own, on the host and in the unit tests.
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio.sysfs_text import (
+    HostDataError,
+    cpu_node,
+    format_cpulist,
+    parse_cpulist,
+    read_text,
+    write_text,
+)
 
 # A problem a person must fix (bad configuration, missing device, a bad cpulist); reported without traceback.
 TuneError = HostDataError

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.core contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The rollback helper gpufabric-bonding-activate (module_utils/bonding_activate.py), every command, on a transaction
+"""The rollback helper gpufabric-bonding-activate (module_utils/bonding/activate.py), every command, on a transaction
 that bond_config's own code wrote: real files, modes and flock(2) in the test's directory; at the process boundary,
 systemctl is tests/fake_systemctl.py and the backends' tools (ip, networkctl, netplan, nmcli) a recorder. What those
 tools do to a real network is the Molecule scenarios' part (bonding, bonding_rollback, and the VM scenario's rollback
@@ -15,9 +15,9 @@ import stat
 
 import pytest
 
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_activate as ba
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_plan as bp
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_transaction as bt
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import activate as ba
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import plan as bp
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import transaction as bt
 from ansible_collections.gpufabric.core.plugins.modules import bond_config
 from fake_systemctl import FakeSystemd
 

@@ -10,7 +10,7 @@ from ansible.errors import AnsibleFilterError
 from fixture_data import read_fixture
 
 from ansible_collections.gpufabric.core.plugins.filter.bond_verify import FilterModule
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_config import normalize
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding.config import normalize
 
 bond_verify = FilterModule().filters()["bond_verify"]
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_transaction as bt
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import transaction as bt
 
 RECORD = {"id": "20261201T091500Z-5c1e0a7d", "started": "2026-12-01T09:15:00Z", "deadline": "2026-12-01T09:19:00Z",
           "run": "play 'Converge' by alice", "client": "10.89.0.1",

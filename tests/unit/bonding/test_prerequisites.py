@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_prerequisites as bpr
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import BACKENDS
-from ansible_collections.gpufabric.core.plugins.module_utils.systemd_units import UnitError
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import prerequisites as bpr
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding.validate import BACKENDS
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio.systemd_units import UnitError
 from fake_systemctl import FakeSystemd
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -41,10 +41,14 @@ def paths(tmp_path):
 def test_the_helper_is_installed_with_its_package_and_missing_directories_then_left_alone(tmp_path):
     helper, lib = paths(tmp_path)
     changes = bpr.plan_helper(helper, lib, PACKAGE, ME)
+    tree = "lib/ansible_collections/gpufabric/core/plugins/module_utils"
+    inits = ["lib/ansible_collections", "lib/ansible_collections/gpufabric", "lib/ansible_collections/gpufabric/core",
+             "lib/ansible_collections/gpufabric/core/plugins", tree]
+    inits += sorted({tree + "/" + os.path.dirname(name) for name in PACKAGE if os.path.dirname(name)})
     assert [(os.path.relpath(c["path"], str(tmp_path)), c["action"]) for c in changes] == [
-        ("lib/gpufabric_bonding/__init__.py", "create"), ("lib/gpufabric_bonding/bonding_activate.py", "create"),
-        ("lib/gpufabric_bonding/bonding_transaction.py", "create"), ("lib/gpufabric_bonding/file_transaction.py", "create"),
-        ("lib/gpufabric_bonding/systemd_units.py", "create"), ("usr/local/libexec/gpufabric-bonding-activate", "create")]
+        (directory + "/__init__.py", "create") for directory in inits] + [
+        (tree + "/" + name, "create") for name in sorted(PACKAGE)] + [
+        ("usr/local/libexec/gpufabric-bonding-activate", "create")]
     # Planning (all that check mode does) writes nothing.
     assert not (tmp_path / "usr").exists() and not (tmp_path / "lib").exists()
 
@@ -54,10 +58,10 @@ def test_the_helper_is_installed_with_its_package_and_missing_directories_then_l
     finally:
         os.umask(umask)
     for directory in (tmp_path / "usr", tmp_path / "usr" / "local", tmp_path / "usr" / "local" / "libexec",
-                      tmp_path / "lib", tmp_path / "lib" / "gpufabric_bonding"):
+                      tmp_path / "lib", tmp_path / tree):
         assert mode(directory) == 0o755, directory
     assert mode(helper) == 0o755 and (os.stat(helper).st_uid, os.stat(helper).st_gid) == ME
-    assert (tmp_path / "lib" / "gpufabric_bonding" / "file_transaction.py").read_text() == PACKAGE["file_transaction.py"]
+    assert (tmp_path / tree / "hostio" / "file_transaction.py").read_text() == PACKAGE["hostio/file_transaction.py"]
     assert not [name for name in os.listdir(os.path.dirname(helper)) if name != "gpufabric-bonding-activate"]
     # The installed command runs the installed package: without a transaction it prints its usage.
     run = subprocess.run([helper], capture_output=True, text=True, check=False)
@@ -100,9 +104,10 @@ def test_a_directory_in_the_helpers_place_and_odd_package_names_are_refused(tmp_
     os.makedirs(helper)
     with pytest.raises(ValueError, match="exists and is not a regular file"):
         bpr.plan_helper(helper, lib, PACKAGE, ME)
-    assert bpr.package_problems({"../x.py": "", "x.sh": "", "__init__.py": "", "ok.py": ""}) == [
-        "helper_package: '../x.py' is not a plain .py file name", "helper_package: '__init__.py' is not a plain .py "
-        "file name", "helper_package: 'x.sh' is not a plain .py file name"]
+    assert bpr.package_problems({"../x.py": "", "x.sh": "", "__init__.py": "", "ok.py": "", "hostio/ok.py": ""}) == [
+        "helper_package: '../x.py' is not a plain relative .py file name",
+        "helper_package: '__init__.py' is not a plain relative .py file name",
+        "helper_package: 'x.sh' is not a plain relative .py file name"]
 
 
 @pytest.fixture

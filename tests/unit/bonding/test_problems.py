@@ -12,7 +12,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.core.plugins.filter.bonding_problems import FilterModule
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_inputs import (
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding.inputs import (
     ROLLBACK_MARGIN, bond_defaults, bonding_problems)
 
 ROOT = Path(__file__).resolve().parents[3]

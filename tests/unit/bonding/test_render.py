@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_config as bc
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import config as bc
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -9,8 +9,8 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.core.plugins.filter.bond_validate import FilterModule
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_addressing import addressing_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import is_mac, normalize
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding.addressing import addressing_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding.validate import is_mac, normalize
 
 bond_validate = FilterModule().filters()["bond_validate"]
 

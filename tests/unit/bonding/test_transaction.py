@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.core.plugins.module_utils import bonding_config as bc
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding import config as bc
 
 BOND = {"name": "bond0", "members": ["ens1f0np0", "ens1f1np1"]}
 

@@ -9,7 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.core.plugins.filter.bond_validate import FilterModule
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_validate import BondingConfigError, normalize
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding.validate import BondingConfigError, normalize
 
 bond_validate = FilterModule().filters()["bond_validate"]
 

@@ -1,8 +1,8 @@
 """Build the controller package the way the cooling role installs it, and start real BMC simulators.
 
 The package is assembled in a temporary directory from roles/cooling/files/gpufabric_cooling and
-the module_utils listed in roles/cooling/vars/main.yml, so the tests run the exact file layout the
-hosts run. ipmi_sim (OpenIPMI) and sushy-static are started when installed; tests needing them skip
+the module_utils listed in roles/cooling/vars/main.yml, laid out by host_program as the cooling_config
+module lays them out on hosts. ipmi_sim (OpenIPMI) and sushy-static are started when installed; tests needing them skip
 with the reason otherwise.
 """
 
@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import host_program as hp
+
 ROOT = Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "cooling"
 HERE = Path(__file__).resolve().parent
@@ -31,17 +33,18 @@ def role_vars():
 def cooling_pkg(tmp_path_factory):
     """The installed controller package, imported from a copy laid out like /usr/local/lib/gpufabric-cooling."""
     lib = tmp_path_factory.mktemp("lib")
-    package = lib / "gpufabric_cooling"
-    package.mkdir()
     variables = role_vars()
-    for name in variables["__cooling_package_files"]:
-        shutil.copy(ROLE / "files" / "gpufabric_cooling" / name, package / name)
-    for name in variables["__cooling_module_utils"]:
-        shutil.copy(ROOT / "plugins" / "module_utils" / name, package / name)
+    program = {name: (ROLE / "files" / "gpufabric_cooling" / name).read_text() for name in variables["__cooling_package_files"]}
+    module_utils = {name: (ROOT / "plugins" / "module_utils" / name).read_text() for name in variables["__cooling_module_utils"]}
+    for entry in hp.entries(str(lib), module_utils, program, "gpufabric_cooling"):
+        Path(entry["path"]).parent.mkdir(parents=True, exist_ok=True)
+        Path(entry["path"]).write_text(entry["content"])
     sys.path.insert(0, str(lib))
     try:
-        modules = {name: importlib.import_module("gpufabric_cooling." + name)
-                   for name in ("backends", "controller", "cooling_curve", "cooling_policy", "cooling_sensors", "failsafe")}
+        # The module_utils resolve to the collection's own (the same files, already imported by the test session).
+        modules = {name: importlib.import_module("gpufabric_cooling." + name) for name in ("backends", "controller", "failsafe")}
+        modules.update({"cooling_" + name: importlib.import_module(hp.DOTTED + ".cooling." + name)
+                        for name in ("curve", "policy", "sensors")})
         modules["lib"] = lib
         yield modules
     finally:

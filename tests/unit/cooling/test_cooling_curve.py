@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufabric.core.plugins.module_utils.cooling_curve import (
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling.curve import (
     FULL_DUTY,
     GroupOutput,
     Hysteresis,

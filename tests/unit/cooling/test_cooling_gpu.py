@@ -8,14 +8,14 @@ and MHz as numbers) with other models and values, and "[N/A]" where a GPU has no
 import pytest
 from fixture_data import read_fixture
 
-from ansible_collections.gpufabric.core.plugins.module_utils.cooling_gpu import (
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling.gpu import (
     QUERY_FIELDS,
     model_policy_problems,
     parse_gpu_query,
     plan_gpu_policy,
     revert_args,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 
 H100 = "NVIDIA H100 80GB HBM3"
 QUERY = (

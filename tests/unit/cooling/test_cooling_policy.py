@@ -8,7 +8,7 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.filter.cooling_policy_problems import FilterModule
-from ansible_collections.gpufabric.core.plugins.module_utils.cooling_policy import policy_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling.policy import policy_problems
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "cooling"
 VARS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from fixture_data import read_fixture
 
-from ansible_collections.gpufabric.core.plugins.module_utils.cooling_sensors import (
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling.sensors import (
     SensorError,
     collection_members,
     parse_hwmon_temperature,
@@ -23,7 +23,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.cooling_sensors imp
     select_ipmi_reading,
     select_redfish_temperature,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 
 MOCKUP = Path(__file__).resolve().parents[3] / "molecule" / "cooling" / "files" / "redfish-mockup"
 

@@ -16,8 +16,8 @@ import pytest
 
 from fake_systemctl import FakeSystemd
 
-from ansible_collections.gpufabric.core.plugins.module_utils import cooling_files as cf
-from ansible_collections.gpufabric.core.plugins.module_utils.systemd_units import UnitError
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling import files as cf
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio.systemd_units import UnitError
 
 ROOT = Path(__file__).resolve().parents[3]
 # The module's own harness (one play on localhost, every path in the test's directory): one copy of it.

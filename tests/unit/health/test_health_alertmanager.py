@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_rules as hr
+from ansible_collections.gpufabric.core.plugins.module_utils.health import rules as hr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from health_lab import ALERTMANAGER, alertmanager_process  # noqa: E402  pylint: disable=wrong-import-position

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_config as hc
-from ansible_collections.gpufabric.core.plugins.module_utils import health_rules
-from ansible_collections.gpufabric.core.plugins.module_utils import health_sample
+from ansible_collections.gpufabric.core.plugins.module_utils.health import config as hc
+from ansible_collections.gpufabric.core.plugins.module_utils.health import rules as health_rules
+from ansible_collections.gpufabric.core.plugins.module_utils.health import sample as health_sample
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
@@ -246,7 +246,7 @@ def test_ipsec_expectations_come_from_the_mesh_group_as_the_ipsec_role_names_the
         {"peer": "gw1", "ike": "gf-gw1", "child": "gf-gw1"}]
     assert hc.ipsec_expected("storage1", members) == []
     # The names are the ones the ipsec role's mesh gives its connections.
-    from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_mesh import build_mesh
+    from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.mesh import build_mesh
     nodes = [{"name": name, "address": "10.0.0.%d" % index, "id": name, "selectors": ["10.77.0.%d/32" % index]}
              for index, name in enumerate(members, start=1)]
     mesh = build_mesh("node1", nodes)

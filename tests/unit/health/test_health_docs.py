@@ -4,7 +4,10 @@ remediation and severity as the rules give them."""
 import re
 from pathlib import Path
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_rules, health_sample
+from ansible_collections.gpufabric.core.plugins.module_utils.health import (
+    rules as health_rules,
+    sample as health_sample,
+)
 
 DOC = (Path(__file__).resolve().parents[3] / "docs" / "alerts.md").read_text()
 

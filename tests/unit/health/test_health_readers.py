@@ -7,7 +7,7 @@ import sysfs_tree
 from fixture_data import read_fixture
 from sysfs_tree import materialize
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_readers as hr
+from ansible_collections.gpufabric.core.plugins.module_utils.health import readers as hr
 
 
 @pytest.fixture

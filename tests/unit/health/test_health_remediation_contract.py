@@ -14,7 +14,7 @@ import pytest
 import yaml
 from test_health_rules import CASES
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_rules, remediation
+from ansible_collections.gpufabric.core.plugins.module_utils.health import rules as health_rules, remediation
 
 rules_parser = pytest.importorskip("ansible_rulebook.rules_parser")
 json_generator = pytest.importorskip("ansible_rulebook.json_generator")

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_rules as hr
+from ansible_collections.gpufabric.core.plugins.module_utils.health import rules as hr
 
 pytestmark = pytest.mark.skipif(shutil.which("promtool") is None,
                                 reason="promtool (Debian package prometheus, scripts/setup.sh) is not installed")

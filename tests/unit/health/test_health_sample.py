@@ -9,7 +9,7 @@ from fixture_data import read_fixture
 from prometheus_client.parser import text_string_to_metric_families
 from sysfs_tree import materialize
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_sample
+from ansible_collections.gpufabric.core.plugins.module_utils.health import sample as health_sample
 
 
 class Clock:

@@ -15,7 +15,7 @@ import pytest
 from fixture_data import fixture_bytes, read_fixture
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_sample
+from ansible_collections.gpufabric.core.plugins.module_utils.health import sample as health_sample
 
 ROOT = Path(__file__).resolve().parents[3]
 HANG = "#!/bin/sh\nexec sleep 600\n"

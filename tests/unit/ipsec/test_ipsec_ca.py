@@ -13,7 +13,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from ansible_collections.gpufabric.core.plugins.module_utils import ipsec_ca
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec import ca as ipsec_ca
 
 ROOT = Path(__file__).resolve().parents[3]
 NOW = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)

@@ -21,8 +21,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from ansible_collections.gpufabric.core.plugins.module_utils import ipsec_ca
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import ipsec_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec import ca as ipsec_ca
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.inputs import ipsec_problems
 
 ROOT = Path(__file__).resolve().parents[3]
 MODULE = ROOT / "plugins" / "modules" / "ipsec_ca.py"

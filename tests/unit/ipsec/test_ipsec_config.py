@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
-from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_config import (
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.config import (
     LOAD,
     RESTART,
     file_entries,
@@ -25,9 +25,9 @@ from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_config import
     roce_bypass,
     roce_warning,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import InputError
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_mesh import build_mesh
-from ansible_collections.gpufabric.core.plugins.module_utils.sysfs import rdma_devices
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.inputs import InputError
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.mesh import build_mesh
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.sysfs import rdma_devices
 from fixture_data import read_fixture
 
 

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_pki import (
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.pki import (
     build_csr,
     certificate_facts,
     certificate_reasons,

@@ -14,7 +14,7 @@ import pytest
 from fixture_data import read_fixture
 
 from ansible_collections.gpufabric.core.plugins.filter.ipsec_pq_problem import FilterModule
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import required_kem
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.inputs import required_kem
 
 ipsec_pq_problem = FilterModule().filters()["ipsec_pq_problem"]
 

@@ -14,7 +14,7 @@ import pytest
 
 from fixture_data import read_fixture
 
-from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_config import (
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.config import (
     effective_esp_proposals,
     effective_ike_proposals,
 )

@@ -18,9 +18,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from ansible_collections.gpufabric.core.plugins.filter.ipsec_csr_problems import FilterModule as CsrFilters
-from ansible_collections.gpufabric.core.plugins.module_utils.ipsec_pki import build_csr, csr_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import ipsec_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_mesh import MeshError, build_mesh
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.pki import build_csr, csr_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.inputs import ipsec_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.mesh import MeshError, build_mesh
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULTS = yaml.safe_load((ROOT / "roles" / "ipsec" / "defaults" / "main.yml").read_text())

@@ -6,8 +6,8 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.filter.swanctl_sas import FilterModule
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import (
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.swanctl import (
     encryption_names,
     evaluate_sas,
     parse_list_sas,

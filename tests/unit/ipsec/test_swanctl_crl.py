@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from ansible_collections.gpufabric.core.plugins.module_utils import swanctl_crl
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec import crl as swanctl_crl
 
 ROOT = Path(__file__).resolve().parents[3]
 NOW = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)

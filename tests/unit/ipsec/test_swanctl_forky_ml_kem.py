@@ -16,7 +16,7 @@ import pytest
 from fixture_data import read_fixture
 
 from ansible_collections.gpufabric.core.plugins.filter.swanctl_sas import FilterModule
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import evaluate_sas, parse_list_sas
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.swanctl import evaluate_sas, parse_list_sas
 
 NODES = ["ipsec-node1", "ipsec-node2", "ipsec-node3", "ipsec-node4"]
 

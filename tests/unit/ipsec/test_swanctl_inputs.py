@@ -14,7 +14,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.filter.ipsec_problems import FilterModule as ProblemsFilters
 from ansible_collections.gpufabric.core.plugins.filter.swanctl_value import FilterModule as ValueFilters
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import (
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.inputs import (
     InputError,
     duration_seconds,
     identity_problem,
@@ -22,7 +22,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs impo
     proposal_problems,
     quote_value,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_mesh import MeshError, build_mesh
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.mesh import MeshError, build_mesh
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULTS = yaml.safe_load((ROOT / "roles" / "ipsec" / "defaults" / "main.yml").read_text())

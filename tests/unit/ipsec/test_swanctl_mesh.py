@@ -4,7 +4,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.filter.swanctl_mesh import FilterModule
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_mesh import (
+from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.mesh import (
     MeshError,
     build_mesh,
     connection_name,

@@ -15,8 +15,8 @@ import pytest
 
 from fixture_data import read_fixture
 
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import (
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.swanctl import (
     evaluate_sas,
     is_post_quantum,
     key_exchanges,

@@ -1,12 +1,12 @@
-"""plugins/module_utils/rdma_config.py: modinfo -p on real captures, option checks, rendering, the file transaction
-(all or nothing, check mode writes nothing), and the reboot marker of module_utils/reboot_marker.py."""
+"""plugins/module_utils/rdma/config.py: modinfo -p on real captures, option checks, rendering, the file transaction
+(all or nothing, check mode writes nothing), and the reboot marker of module_utils/hostio/reboot_marker.py."""
 
 import os
 
 import pytest
 
-from ansible_collections.gpufabric.core.plugins.module_utils import rdma_config as rc
-from ansible_collections.gpufabric.core.plugins.module_utils import reboot_marker as rm
+from ansible_collections.gpufabric.core.plugins.module_utils.rdma import config as rc
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import reboot_marker as rm
 from fixture_data import read_fixture
 
 CAPTURE = "modinfo/lab-qemu-modinfo-p-%s.txt"
@@ -130,7 +130,9 @@ def test_rendered_files(tmp_path):
     assert os.path.join(paths["unit_dir"], "gpufabric-rdma-pcie.service") in absent
     assert "ExecStart=%s roce --config %s" % (paths["tune_script"], paths["tune_config"]) in \
         files[os.path.join(paths["unit_dir"], "gpufabric-rdma-roce.service")][0]
-    assert os.path.join(paths["tune_lib_dir"], "sysfs_text.py") in files
+    tree = os.path.join(paths["tune_lib_dir"], "ansible_collections", "gpufabric", "core", "plugins", "module_utils")
+    assert os.path.join(tree, "sysfs_text.py") in files and files[os.path.join(tree, "__init__.py")] == ("", 0o644)
+    assert os.path.join(paths["tune_lib_dir"], "gpufabric_rdma_tune.py") in files
 
 
 def test_no_module_options_removes_the_modprobe_file(tmp_path):

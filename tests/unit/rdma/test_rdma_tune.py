@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.core.plugins.module_utils.nvidia_smi_topo import parse_nvidia_smi_topo
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.nvidia_smi_topo import parse_nvidia_smi_topo
 from fixture_data import read_fixture
 from grace_sysfs import write_grace_nodes
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpufabric.core.plugins.module_utils.frr_reload import (
+from ansible_collections.gpufabric.core.plugins.module_utils.routing.frr_reload import (
     FrrReloadError,
     changes_pending,
     diff_text,

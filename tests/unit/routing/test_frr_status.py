@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpufabric.core.plugins.module_utils.frr_status import (
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.frr_status import (
     FrrStatusError,
     detection_time_ms,
     parse_bfd_peers,

@@ -17,7 +17,7 @@ from fixture_data import read_fixture
 
 from ansible_collections.gpufabric.core.plugins.filter.multipath_hash_kernel_problems import FilterModule as KernelFilter
 from ansible_collections.gpufabric.core.plugins.filter.routing_problems import FilterModule as RoutingFilter
-from ansible_collections.gpufabric.core.plugins.module_utils import multipath_hash as mh
+from ansible_collections.gpufabric.core.plugins.module_utils.routing import multipath_hash as mh
 
 ROOT = Path(__file__).resolve().parents[3]
 kernel_filter = KernelFilter().filters()["multipath_hash_kernel_problems"]
@@ -138,7 +138,7 @@ def test_module_refuses_custom_on_a_kernel_without_fields_and_changes_nothing(tm
 def test_a_refused_value_puts_back_the_file_and_the_values_written(tmp_path, monkeypatch):
     import errno
 
-    from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction
+    from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction
     from ansible_collections.gpufabric.core.plugins.modules import multipath_hash as module
 
     proc = _proc(tmp_path)

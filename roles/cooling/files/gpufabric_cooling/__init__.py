@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpufabric-cooling: a fail-safe fan-curve and liquid-cooling watchdog for GPU servers (stdlib only).
 
-cooling_curve.py, cooling_policy.py, cooling_sensors.py, parse_common.py, file_transaction.py and
-prometheus_text.py in this package are copies of the gpufabric.core collection's module_utils, installed by the
-gpufabric.core.cooling role.
+The curves, validation, parsers and file writers are the gpufabric.core collection's module_utils, imported
+absolutely: the gpufabric.core.cooling role installs them unchanged beside this package, under
+<lib>/ansible_collections/gpufabric/core/plugins/module_utils (the collection's one host-program layout).
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def stop_action(config_path, record_path, reason):
 
 
 def load_config(path):
-    from .cooling_policy import policy_problems  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpufabric.core.plugins.module_utils.cooling.policy import policy_problems  # pylint: disable=import-outside-toplevel
 
     try:
         with open(path, encoding="utf-8") as handle:

@@ -22,7 +22,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from .cooling_sensors import (
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling.sensors import (
     SensorError,
     collection_members,
     parse_hwmon_temperature,
@@ -34,7 +34,7 @@ from .cooling_sensors import (
     select_ipmi_reading,
     select_redfish_temperature,
 )
-from .parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 
 
 class BackendError(RuntimeError):

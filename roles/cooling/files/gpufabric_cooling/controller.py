@@ -22,19 +22,19 @@ import shutil
 import subprocess
 import time
 
-from . import systemd_units
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import systemd_units
 from .backends import BackendError, Ipmitool, IpmiRawFan, Redfish, RedfishFan, Sensors, build_fan
-from .cooling_curve import FULL_DUTY, GroupOutput, ZoneController
-from .cooling_sensors import (
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling.curve import FULL_DUTY, GroupOutput, ZoneController
+from ansible_collections.gpufabric.core.plugins.module_utils.cooling.sensors import (
     parse_redfish_coolant_connector,
     parse_redfish_cooling_unit,
     parse_redfish_leak_detection,
     parse_redfish_leak_detector,
     parse_redfish_pump,
 )
-from .file_transaction import make_directory, write_atomically
-from .parse_common import ParseError
-from .prometheus_text import Exposition, MetricError, write_textfile
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio.file_transaction import make_directory, write_atomically
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio.prometheus_text import Exposition, MetricError, write_textfile
 
 LOG = logging.getLogger("gpufabric-cooling")
 # Seconds between attempts to write to a fan backend that refused or did not answer (the group stays in fail-safe).

@@ -20,7 +20,8 @@ import signal
 import sys
 import time
 
-from ansible_collections.gpufabric.core.plugins.module_utils import health_sample, prometheus_text, systemd_units
+from ansible_collections.gpufabric.core.plugins.module_utils.health import sample as health_sample
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import prometheus_text, systemd_units
 
 LOG = logging.getLogger("gpufabric-health")
 

@@ -19,9 +19,9 @@ from ansible_collections.gpufabric.core.plugins.filter.pairing_rounds import Fil
 from ansible_collections.gpufabric.core.plugins.filter.parse_nccl_tests import FilterModule as NcclFilters
 from ansible_collections.gpufabric.core.plugins.filter.parse_perftest import FilterModule as PerftestFilters
 from ansible_collections.gpufabric.core.plugins.filter.rail_test_problem import FilterModule as RailFilters
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_tests import parse_nccl_tests
-from ansible_collections.gpufabric.core.plugins.module_utils.pairing import pairing_rounds
-from ansible_collections.gpufabric.core.plugins.module_utils.perftest import parse_perftest
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.nccl_tests import parse_nccl_tests
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.pairing import pairing_rounds
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.perftest import parse_perftest
 
 PERFTEST = PerftestFilters().filters()["parse_perftest"]
 NCCL_TESTS = NcclFilters().filters()["parse_nccl_tests"]

@@ -3,7 +3,7 @@
 import pytest
 
 from ansible_collections.gpufabric.core.plugins.filter.verify_mode import FilterModule
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import VERIFY_MODES, verify_mode
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.checks import VERIFY_MODES, verify_mode
 from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 

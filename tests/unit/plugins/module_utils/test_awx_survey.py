@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.core.plugins.module_utils.awx_survey import plain_text, survey_spec
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.awx_survey import plain_text, survey_spec
 
 ROOT = Path(__file__).resolve().parents[4]
 ROLES = sorted(path.parent.parent.name for path in ROOT.glob("roles/*/meta/argument_specs.yml"))

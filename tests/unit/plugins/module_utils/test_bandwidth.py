@@ -14,8 +14,8 @@ import time
 import pytest
 from grace_sysfs import write_grace_nodes
 
-from ansible_collections.gpufabric.core.plugins.module_utils import bandwidth
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.verify import bandwidth
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 
 needs_iperf3 = pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed (scripts/setup.sh installs it)")
 

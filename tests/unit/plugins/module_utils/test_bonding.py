@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from fixture_data import fixture_names, read_fixture
 
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.proc_bonding import parse_bonding
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 
 FOLDER = "bonding"
 HEALTHY = "magpie-supermicro-2x10g-802.3ad-healthy.txt"
@@ -156,7 +156,7 @@ def test_active_backup_without_suffix_means_fail_over_mac_none():
 
 def test_bond_verify_compares_the_mode_name_not_the_suffixed_description():
     from ansible_collections.gpufabric.core.plugins.filter.bond_verify import FilterModule
-    from ansible_collections.gpufabric.core.plugins.module_utils.bonding_config import normalize
+    from ansible_collections.gpufabric.core.plugins.module_utils.bonding.config import normalize
 
     expected = normalize(bonds=[{"name": "bond0", "members": ["enp1s0f0", "enp1s0f1"], "mode": "active-backup"}])["bonds"][0]
     problems = FilterModule().filters()["bond_verify"](_fail_over_mac_bond(), expected)

@@ -21,15 +21,15 @@ from jinja2 import Undefined
 
 from ansible_collections.gpufabric.core.plugins.filter.fabric_map import FilterModule as FabricMapFilters
 from ansible_collections.gpufabric.core.plugins.filter.fabric_map_html import fabric_map_html as html_filter
-from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map import (
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.map import (
     FabricMapError,
     build_fabric_map,
     natural_key,
     normalize_rail_interfaces,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map_html import render_html
-from ansible_collections.gpufabric.core.plugins.module_utils.lldp import parse_lldp
-from ansible_collections.gpufabric.core.plugins.module_utils.topology import build_topology, resolve_rails
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.map_html import render_html
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.lldp import parse_lldp
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.topology import build_topology, resolve_rails
 
 fabric_map_filter = FabricMapFilters().filters()["fabric_map"]
 

@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction as ft
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction as ft
 
 
 def _current(desired):

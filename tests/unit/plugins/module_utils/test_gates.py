@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpufabric.core.plugins.module_utils import gates
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_tests import parse_nccl_tests
-from ansible_collections.gpufabric.core.plugins.module_utils.perftest import parse_perftest
-from ansible_collections.gpufabric.core.plugins.module_utils.pairing import pairing_rounds
+from ansible_collections.gpufabric.core.plugins.module_utils.verify import gates
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.nccl_tests import parse_nccl_tests
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.perftest import parse_perftest
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.pairing import pairing_rounds
 from fixture_data import read_fixture
 
 

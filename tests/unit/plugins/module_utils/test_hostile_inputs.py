@@ -18,11 +18,11 @@ import yaml
 
 from ansible_collections.gpufabric.core.plugins.filter.cooling_policy_problems import FilterModule as CoolingFilters
 from ansible_collections.gpufabric.core.plugins.filter.inventory_problems import FilterModule as InventoryFilters
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding_inputs import bonding_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import as_number, masked, path_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_inputs import nccl_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.rdma_inputs import rdma_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.verify_inputs import verify_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.bonding.inputs import bonding_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.checks import as_number, masked, path_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl.inputs import nccl_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.rdma.inputs import rdma_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.inputs import verify_problems
 
 ROOT = Path(__file__).resolve().parents[4]
 SECRET = "S3cret-BMC-pw!"
@@ -394,7 +394,7 @@ def test_routing_uplink_values_that_garble_frr_conf_are_refused(uplink, message)
 
 
 def test_ipsec_bypass_of_every_address_is_refused():
-    from ansible_collections.gpufabric.core.plugins.module_utils.swanctl_inputs import ipsec_problems
+    from ansible_collections.gpufabric.core.plugins.module_utils.ipsec.inputs import ipsec_problems
     settings = dict(defaults("ipsec"), ipsec_bypass_networks=["10.99.0.0/16", "0.0.0.0/0"])
     assert ipsec_problems({"node1": settings}) == [
         "node1: ipsec_bypass_networks[1]: 0.0.0.0/0 would send every packet around every tunnel, so the mesh would "

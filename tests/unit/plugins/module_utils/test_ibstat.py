@@ -8,13 +8,13 @@ from __future__ import annotations
 import pytest
 from fixture_data import fixture_names, read_fixture
 
-from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import (
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.ibstat import (
     normalize_physical_state,
     normalize_port_state,
     parse_ibstat,
     parse_rate_gbps,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 
 FOLDER = "ibstat_ibv_devinfo"
 

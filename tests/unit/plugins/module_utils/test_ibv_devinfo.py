@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from fixture_data import fixture_names, read_fixture
 
-from ansible_collections.gpufabric.core.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo, roce_v2_gid_index
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.ibv_devinfo import parse_ibv_devinfo, roce_v2_gid_index
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 
 FOLDER = "ibstat_ibv_devinfo"
 

@@ -16,15 +16,15 @@ import re
 import pytest
 from fixture_data import fixture_names, read_fixture
 
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
-from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import parse_ibstat
-from ansible_collections.gpufabric.core.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo, roce_v2_gid_index
-from ansible_collections.gpufabric.core.plugins.module_utils import bandwidth
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import derive as nccl_derive
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import port_gid_index
-from ansible_collections.gpufabric.core.plugins.module_utils.perftest import parse_perftest
-from ansible_collections.gpufabric.core.plugins.module_utils.swanctl import parse_list_sas
-from ansible_collections.gpufabric.core.plugins.module_utils.topology import build_topology
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.proc_bonding import parse_bonding
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.ibstat import parse_ibstat
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.ibv_devinfo import parse_ibv_devinfo, roce_v2_gid_index
+from ansible_collections.gpufabric.core.plugins.module_utils.verify import bandwidth
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl.config import derive as nccl_derive
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl.config import port_gid_index
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.perftest import parse_perftest
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.swanctl import parse_list_sas
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.topology import build_topology
 
 FOLDER = "lab_qemu"
 # Captured after the ipsec role's converge, verify and ib_send_bw run in molecule/ipsec_kernel.

@@ -19,13 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpufabric.core.plugins.filter.parse_lldp import FilterModule
-from ansible_collections.gpufabric.core.plugins.module_utils.lldp import (
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.lldp import (
     neighbors_by_interface,
     parse_lldp,
     parse_lldp_neighbors,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.topology import build_topology
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.topology import build_topology
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 
 FOLDER = "lldp"
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from fixture_data import fixture_names, read_fixture
 
-from ansible_collections.gpufabric.core.plugins.module_utils.mlnx_qos import parse_mlnx_qos
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.mlnx_qos import parse_mlnx_qos
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 
 FOLDER = "mlnx_qos"
 

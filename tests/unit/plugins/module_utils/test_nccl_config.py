@@ -20,7 +20,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.core.plugins.filter.nccl_config import FilterModule as NcclConfigFilters
 from ansible_collections.gpufabric.core.plugins.filter.nccl_hca_consistency import nccl_hca_consistency
 from ansible_collections.gpufabric.core.plugins.filter.nccl_topology_xml import FilterModule as TopologyXmlFilters
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import (
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl.config import (
     DEBUG_ONLY_VARIABLES,
     NCCL_VARIABLES,
     RENAMED_VARIABLES,
@@ -33,7 +33,7 @@ from ansible_collections.gpufabric.core.plugins.module_utils.nccl_config import 
     suggest,
     topology_xml,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.topology import build_topology
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.topology import build_topology
 
 nccl_config_filter = NcclConfigFilters().filters()["nccl_config"]
 nccl_topology_xml = TopologyXmlFilters().filters()["nccl_topology_xml"]

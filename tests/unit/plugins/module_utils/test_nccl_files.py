@@ -9,7 +9,7 @@ for these variables, so an upgrade of the collection changes no file on a conver
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.core.plugins.module_utils import nccl_files as nf
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl import files as nf
 
 HEADER = "# Managed by Ansible (gpufabric.core.nccl); derived from the host's topology, edits are overwritten.\n"
 VARIABLES = {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1", "NCCL_IB_TIMEOUT": "22", "NCCL_SOCKET_IFNAME": "=eth0"}

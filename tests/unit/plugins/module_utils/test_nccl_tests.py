@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from fixture_data import fixture_names, read_fixture
 
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_tests import parse_nccl_tests
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.nccl_tests import parse_nccl_tests
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 
 # Average bus bandwidth (GB/s) and row count of every run that printed a results table.
 RUNS_WITH_RESULTS = {

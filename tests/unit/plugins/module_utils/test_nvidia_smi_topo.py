@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 from fixture_data import fixture_names, read_fixture
 
-from ansible_collections.gpufabric.core.plugins.module_utils.nvidia_smi_topo import (
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.nvidia_smi_topo import (
     parse_nvidia_smi_query_gpu,
     parse_nvidia_smi_topo,
 )
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
 
 FOLDER = "nvidia_smi_topo"
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufabric.core.plugins.module_utils.pairing import (
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.pairing import (
     PairingError,
     normalize_locality,
     pairing_rounds,

@@ -23,14 +23,14 @@ from fixture_data import fixture_names, read_fixture
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufabric.core.plugins.module_utils.bonding import parse_bonding
-from ansible_collections.gpufabric.core.plugins.module_utils.ibstat import parse_ibstat
-from ansible_collections.gpufabric.core.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo
-from ansible_collections.gpufabric.core.plugins.module_utils.lldp import parse_lldp_neighbors
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_tests import parse_nccl_tests
-from ansible_collections.gpufabric.core.plugins.module_utils.nvidia_smi_topo import parse_nvidia_smi_topo
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
-from ansible_collections.gpufabric.core.plugins.module_utils.perftest import parse_perftest
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.proc_bonding import parse_bonding
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.ibstat import parse_ibstat
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.ibv_devinfo import parse_ibv_devinfo
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.lldp import parse_lldp_neighbors
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.nccl_tests import parse_nccl_tests
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.nvidia_smi_topo import parse_nvidia_smi_topo
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.perftest import parse_perftest
 
 FEW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _TOKEN = re.compile(r"\S+")

@@ -10,7 +10,7 @@ import pytest
 from fixture_data import fixture_bytes, read_fixture
 
 from ansible_collections.gpufabric.core.plugins.filter.path_mtu_targets import FilterModule
-from ansible_collections.gpufabric.core.plugins.module_utils import path_mtu as pm
+from ansible_collections.gpufabric.core.plugins.module_utils.verify import path_mtu as pm
 
 path_mtu_targets = FilterModule().filters()["path_mtu_targets"]
 

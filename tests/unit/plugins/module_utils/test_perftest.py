@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from fixture_data import fixture_names, read_fixture
 
-from ansible_collections.gpufabric.core.plugins.module_utils.parse_common import ParseError
-from ansible_collections.gpufabric.core.plugins.module_utils.perftest import BANDWIDTH_UNITS, parse_perftest
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.common import ParseError
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.perftest import BANDWIDTH_UNITS, parse_perftest
 
 # Gbit/s in one MB/sec or MiB/sec as perftest prints them: both are 2^20 bytes per second.
 MIB_GBPS = 1048576 * 8 / 1e9

@@ -13,8 +13,8 @@ import subprocess
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.gpufabric.core.plugins.module_utils import file_transaction
-from ansible_collections.gpufabric.core.plugins.module_utils import prometheus_text as pt
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import file_transaction
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import prometheus_text as pt
 
 
 def parse(text):

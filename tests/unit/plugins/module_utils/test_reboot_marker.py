@@ -1,8 +1,8 @@
-"""plugins/module_utils/reboot_marker.py: reading the marker, the facts every role exports from it, and the message
+"""plugins/module_utils/hostio/reboot_marker.py: reading the marker, the facts every role exports from it, and the message
 said when a reboot is pending and the role will not reboot (the modules rdma_config, cooling_config and
 reboot_marker use these, so that no task of its own exports the facts or says why)."""
 
-from ansible_collections.gpufabric.core.plugins.module_utils import reboot_marker as rm
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import reboot_marker as rm
 
 
 def test_read_marker_missing_and_present(tmp_path):

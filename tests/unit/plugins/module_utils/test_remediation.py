@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from ansible_collections.gpufabric.core.plugins.module_utils import remediation as rm
-from ansible_collections.gpufabric.core.plugins.module_utils import slurm_nodes as sn
+from ansible_collections.gpufabric.core.plugins.module_utils.health import remediation as rm
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric import slurm_nodes as sn
 from fixture_data import read_fixture
 
 PREFIX = "gpufabric:"
@@ -463,8 +463,8 @@ def test_a_lock_held_too_long_is_an_error_naming_it(tmp_path):
 def test_the_topology_without_a_dead_leaf_leaves_its_hosts_out_and_names_the_alert():
     """A dead leaf of rail 0 in the fleet of test_slurm_topology (real SONiC LLDP): slurm_topology, given the
     remediation's copy of the map, builds rail 0's tree without the leaf and says why each host is left out."""
-    from ansible_collections.gpufabric.core.plugins.module_utils.lldp import parse_lldp
-    from ansible_collections.gpufabric.core.plugins.module_utils.slurm_topology import build_slurm_topology
+    from ansible_collections.gpufabric.core.plugins.module_utils.parsers.lldp import parse_lldp
+    from ansible_collections.gpufabric.core.plugins.module_utils.fabric.slurm_topology import build_slurm_topology
     from test_slurm_topology import SONIC, _host, _map
 
     sonic = parse_lldp(read_fixture(SONIC))

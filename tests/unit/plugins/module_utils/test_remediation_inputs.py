@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.gpufabric.core.plugins.module_utils.remediation_inputs import remediation_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.health.remediation_inputs import remediation_problems
 
 GOOD = {"remediation_alertmanager_url": "http://alertmanager.example.org:9093"}
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.core.plugins.module_utils import gates
-from ansible_collections.gpufabric.core.plugins.module_utils.input_checks import path_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_inputs import nccl_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.rdma_inputs import rdma_problems
-from ansible_collections.gpufabric.core.plugins.module_utils.rollout import checked_serial, rollout_problems, RolloutError
-from ansible_collections.gpufabric.core.plugins.module_utils.verify_inputs import verify_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.verify import gates
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.checks import path_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.nccl.inputs import nccl_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.rdma.inputs import rdma_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.rollout import checked_serial, rollout_problems, RolloutError
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.inputs import verify_problems
 
 ROOT = Path(__file__).resolve().parents[4]
 

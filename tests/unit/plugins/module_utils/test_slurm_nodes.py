@@ -6,7 +6,7 @@ from fixture_data import read_fixture
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpufabric.core.plugins.module_utils import slurm_nodes as sn
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric import slurm_nodes as sn
 
 PREFIX = "gpufabric:"
 

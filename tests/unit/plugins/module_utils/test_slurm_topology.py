@@ -20,9 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpufabric.core.plugins.filter.slurm_topology import FilterModule
-from ansible_collections.gpufabric.core.plugins.module_utils.fabric_map import build_fabric_map
-from ansible_collections.gpufabric.core.plugins.module_utils.lldp import parse_lldp
-from ansible_collections.gpufabric.core.plugins.module_utils.slurm_topology import (
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.map import build_fabric_map
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.lldp import parse_lldp
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.slurm_topology import (
     SlurmTopologyError,
     build_slurm_topology,
     compress_hostlist,

@@ -13,8 +13,8 @@ import subprocess
 import pytest
 from fixture_data import read_fixture
 
-from ansible_collections.gpufabric.core.plugins.module_utils import soft_roce as sr
-from ansible_collections.gpufabric.core.plugins.module_utils.sysfs import rdma_devices
+from ansible_collections.gpufabric.core.plugins.module_utils.rdma import soft_roce as sr
+from ansible_collections.gpufabric.core.plugins.module_utils.fabric.sysfs import rdma_devices
 
 
 def _listing(name, prefix):

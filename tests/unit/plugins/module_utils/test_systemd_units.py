@@ -12,7 +12,7 @@ import socket
 
 import pytest
 
-from ansible_collections.gpufabric.core.plugins.module_utils import systemd_units as su
+from ansible_collections.gpufabric.core.plugins.module_utils.hostio import systemd_units as su
 from fake_systemctl import FakeSystemd
 
 

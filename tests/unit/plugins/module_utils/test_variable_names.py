@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.core.plugins.module_utils.variable_names import misspelt_variable_problems
+from ansible_collections.gpufabric.core.plugins.module_utils.inputs.variable_names import misspelt_variable_problems
 
 ROOT = Path(__file__).resolve().parents[4]
 SPECS = {path.parents[1].name: yaml.safe_load(path.read_text()) for path in ROOT.glob("roles/*/meta/argument_specs.yml")}

@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from ansible_collections.gpufabric.core.plugins.module_utils import gates, verify_report
-from ansible_collections.gpufabric.core.plugins.module_utils.nccl_tests import parse_nccl_tests
-from ansible_collections.gpufabric.core.plugins.module_utils.pairing import pairing_rounds
+from ansible_collections.gpufabric.core.plugins.module_utils.verify import gates, report as verify_report
+from ansible_collections.gpufabric.core.plugins.module_utils.parsers.nccl_tests import parse_nccl_tests
+from ansible_collections.gpufabric.core.plugins.module_utils.verify.pairing import pairing_rounds
 from fixture_data import read_fixture
 
 prometheus_parser = pytest.importorskip("prometheus_client.parser", reason="prometheus-client (requirements.txt) parses the exposition format")

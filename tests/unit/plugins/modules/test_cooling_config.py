@@ -54,9 +54,12 @@ def _run(args, *options):
 
 def _package():
     variables = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
-    files = {name: (ROLE / "files" / "gpufabric_cooling" / name).read_text() for name in variables["__cooling_package_files"]}
-    files.update({name: (ROOT / "plugins" / "module_utils" / name).read_text() for name in variables["__cooling_module_utils"]})
-    return files
+    return {name: (ROLE / "files" / "gpufabric_cooling" / name).read_text() for name in variables["__cooling_package_files"]}
+
+
+def _module_utils():
+    variables = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+    return {name: (ROOT / "plugins" / "module_utils" / name).read_text() for name in variables["__cooling_module_utils"]}
 
 
 def _args(tmp_path, **overrides):
@@ -69,7 +72,7 @@ def _args(tmp_path, **overrides):
                                 "curve": [{"temp": 40, "duty": 30}, {"temp": 80, "duty": 100}],
                                 "critical_temp": 85}},
               "fan_groups": {"chassis": {"backend": "hwmon", "target": "labfan/pwm1", "zones": ["cpu"]}}, "liquid": {}}
-    args = {"config": config, "package": _package(), "ipmi_password": SECRET,
+    args = {"config": config, "package": _package(), "module_utils": _module_utils(), "ipmi_password": SECRET,
             "ipmi_password_file": str(tmp_path / "etc" / "ipmi.pass"),
             "redfish_password_file": str(tmp_path / "etc" / "redfish.pass"),
             "lib_dir": str(tmp_path / "lib"), "config_dir": str(tmp_path / "etc"),
@@ -135,7 +138,7 @@ def test_a_bad_policy_changes_nothing_and_names_the_setting(tmp_path):
 def test_disabled_removes_only_the_password_files(tmp_path):
     args = _args(tmp_path)
     _run(args)
-    result, _output = _run(dict(args, enabled=False, config={}, package={}))
+    result, _output = _run(dict(args, enabled=False, config={}, package={}, module_utils={}))
     assert result["changed"] and not result["restart_required"]
     assert not (tmp_path / "etc" / "ipmi.pass").exists()
     assert (tmp_path / "etc" / "config.json").exists() and (tmp_path / "gpufabric-cooling.service").exists()
