@@ -25,6 +25,14 @@ def test_changelog_fragments_are_valid():
     assert rc == 0, tail(out)
 
 
+def test_the_released_changelog_is_valid():
+    # changelogs/changelog.yaml is written by `antsibull-changelog release` (ansible-lint leaves it out: its layout
+    # is the tool's, not the project's YAML style).
+    rc, out = run_logged("antsibull-changelog-yaml", ["antsibull-changelog", "lint-changelog-yaml",
+                                                      str(ROOT / "changelogs" / "changelog.yaml")], timeout=120)
+    assert rc == 0, tail(out)
+
+
 def _is_internal(role):
     """An internal role (tasks other roles import with tasks_from) says so in its galaxy description; it is named
     without the leading underscore of the usual convention because ansible-lint's production profile refuses one."""
