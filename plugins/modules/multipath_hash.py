@@ -68,7 +68,7 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-values:
+running:
   description: The running values after the run (in check mode, as they are).
   type: dict
   returned: always
@@ -140,14 +140,14 @@ def main():
     lacking = kernel_problems(policy, {key for key, value in current.items() if value is not None},
                               kernel=os.uname().release, prefix="")
     if lacking:
-        module.fail_json(msg="Nothing changed: " + "; ".join(lacking), values=current)
+        module.fail_json(msg="Nothing changed: " + "; ".join(lacking), running=current)
     entry = {"path": module.params["sysctl_file"], "content": render_sysctl_file(policy, desired), "mode": 0o644}
     try:
         file_changes = file_transaction.plan([entry], file_transaction.read_all([entry]))
     except (OSError, ValueError) as exc:
         module.fail_json(msg="Cannot read %s: %s" % (entry["path"], exc))
     running = runtime_changes(current, desired) if module.params["runtime"] else []
-    result = {"changed": bool(file_changes or running), "values": current, "runtime_changes": running,
+    result = {"changed": bool(file_changes or running), "running": current, "runtime_changes": running,
               "file_changed": bool(file_changes)}
     if module._diff:
         result["diff"] = file_transaction.diff_entries(file_changes) + ([{
@@ -169,7 +169,7 @@ def main():
     except OSError as exc:
         module.fail_json(msg="Setting policy %s failed, nothing kept (the running kernel refuses it or %s is not "
                              "writable): %s" % (policy, proc_root, exc), **result)
-    result["values"] = read_runtime(list(desired), proc_root)
+    result["running"] = read_runtime(list(desired), proc_root)
     module.exit_json(**result)
 
 
