@@ -45,13 +45,15 @@ options:
     description: Where the running kernel's sysctl tree is (tests point it at a copy).
     type: path
     default: /proc/sys
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports the file and running values it would change without changing them.
+    details: Reports the file and running values it would change without changing them.
   diff_mode:
     support: full
-    description: Shows the file's change and the running values before and after.
+    details: Shows the file's change and the running values before and after.
 author:
   - gpufabric.core contributors (@gpufabric)
 """

@@ -44,13 +44,15 @@ options:
     description: Seconds of searching per target at most.
     type: float
     default: 30
+extends_documentation_fragment:
+  - gpufabric.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Probes in check mode as well; nothing is changed either way.
+    details: Probes in check mode as well; nothing is changed either way.
   diff_mode:
     support: none
-    description: Nothing changes, so there is nothing to show.
+    details: Nothing changes, so there is nothing to show.
 author:
   - gpufabric.core contributors (@gpufabric)
 """

@@ -32,3 +32,5 @@ def test_module_documents_check_mode_and_diff_mode(path):
         # "none" explains itself; full or partial support says what check or diff mode then shows.
         assert documented["support"] == "none" or documented.get("description") or documented.get("details"), \
             (path.name, attribute)
+    # The attributes' common text and the platform come from one doc fragment; the module says its own support.
+    assert "gpufabric.core.attributes" in documentation(path).get("extends_documentation_fragment", []), path.name
