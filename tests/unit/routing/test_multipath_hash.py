@@ -115,7 +115,7 @@ def test_module_check_apply_check_apply(tmp_path):
     rc, applied = _run_module(args)
     assert rc == 0 and applied["changed"], applied
     assert applied["running"] == {"net.ipv4.fib_multipath_hash_fields": 0x37, "net.ipv4.fib_multipath_hash_policy": 3,
-                                 "net.ipv6.fib_multipath_hash_fields": 0x37, "net.ipv6.fib_multipath_hash_policy": 3}
+                                  "net.ipv6.fib_multipath_hash_fields": 0x37, "net.ipv6.fib_multipath_hash_policy": 3}
     assert "net.ipv6.fib_multipath_hash_policy = 3\n" in (tmp_path / "sysctl.d" / "90-hash.conf").read_text()
     assert _run_module(args, check=True)[1]["changed"] is False
     assert _run_module(args)[1]["changed"] is False
